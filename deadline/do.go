@@ -1,0 +1,266 @@
+package deadline
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Do runs op under policy p and the run's Deadline d, applying the budget
+// rules, and returns op's result or a [*StopError] that says why it stopped.
+//
+// The effective deadline is the earlier of d and ctx's own deadline. Before
+// each attempt:
+//
+//  1. If ctx is canceled the call stops with [ReasonCanceled].
+//  2. Refusal: if remaining <= p.Floor no attempt starts; the call stops
+//     with [ReasonRefused] (matching [ErrRefused] and
+//     context.DeadlineExceeded), carrying the previous attempt's error.
+//  3. Lease: the attempt is granted min(p.AttemptTimeout, remaining -
+//     p.Floor) and runs in a context built with context.WithDeadlineCause, so
+//     context.Cause tells [ErrCeilingReached] (the operation was slow) from
+//     [ErrDeadlineReached] (the budget ran out). op receives that context and
+//     the [AttemptInfo] (number, grant, remaining).
+//
+// After a failed attempt, an attempt ended by the shared deadline stops the
+// call ([ReasonDeadline]) and a canceled one stops it ([ReasonCanceled]). An
+// attempt ended by its own ceiling becomes an [*AttemptTimeoutError]. The
+// error is retried only if p.Retryable (default [IsRetryable]) says so
+// ([ReasonNotRetryable] otherwise) and attempts remain ([ReasonExhausted]
+// otherwise). The wait before the retry is the server's Retry-After if the
+// error carries one ([RetryAfter]; never shortened), else p.Backoff's
+// jittered delay. A wait that is not shorter than remaining - p.Floor is not
+// taken: the call stops at once with [ReasonRetryAfterTooLong] or
+// [ReasonBackoffTooLong]. The wait ends early if ctx ends.
+//
+// Every StopError keeps the attempts made and the last attempt's error, so
+// errors.Is(err, lastErr) holds. An invalid policy, a zero d or a nil op
+// returns a [*PolicyError] before anything runs.
+//
+// A panic in op propagates after the attempt's context is released and every
+// hook that began has been closed (CallEnd reports [ReasonPanic]). With no
+// hooks installed, the success path allocates nothing beyond the attempt's
+// context.
+func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
+	var zero T
+	if err := p.Validate(); err != nil {
+		return zero, err
+	}
+	if d.IsZero() {
+		return zero, &PolicyError{"Deadline", "Deadline{}", "a Deadline from New, At or FromContext (the zero Deadline has no end)"}
+	}
+	if op == nil {
+		return zero, &PolicyError{"op", "nil", "a non-nil function"}
+	}
+	r := run{p: &p, end: d.end, h: p.Hooks, retryable: p.Retryable}
+	if t, ok := ctx.Deadline(); ok && t.Before(r.end) {
+		r.end = t
+	}
+	if ch := ContextHooks(ctx); ch != nil {
+		r.h = Compose(ch, p.Hooks)
+	}
+	if r.retryable == nil {
+		r.retryable = IsRetryable
+	}
+	if r.h != nil {
+		r.start = time.Now()
+		if r.h.CallStart != nil {
+			if c := r.h.CallStart(ctx, CallInfo{
+				Name: p.Name, Start: r.start, Budget: d.budget, Remaining: r.end.Sub(r.start),
+				MaxAttempts: p.MaxAttempts, Ceiling: p.AttemptTimeout, Floor: p.Floor,
+			}); c != nil {
+				ctx = c
+			}
+		}
+		defer r.closeOnPanic(ctx)
+	}
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil && errors.Is(err, context.Canceled) {
+			return zero, r.stop(ctx, ReasonCanceled, 0)
+		}
+		a, cause, ok := r.lease(n)
+		if !ok {
+			return zero, r.stop(ctx, ReasonRefused, 0)
+		}
+		v, err := attempt(ctx, &r, a, cause, op)
+		if err == nil {
+			if r.h != nil {
+				r.stop(ctx, ReasonSuccess, 0)
+			}
+			return v, nil
+		}
+		if reason, wait := r.next(ctx, n, err); reason != ReasonSuccess {
+			return zero, r.stop(ctx, reason, wait)
+		}
+	}
+}
+
+// run is the state of one call to Do, kept out of the generic function so
+// that one copy of the loop's logic serves every result type.
+type run struct {
+	p         *Policy
+	end       time.Time
+	h         *Hooks
+	retryable func(error) bool
+	start     time.Time
+
+	attempts        int
+	last            error
+	ended           EndedBy
+	retry           bool
+	ceilingTimeouts int
+	deadlineCuts    int
+	done            bool
+}
+
+// lease applies rules one and two for attempt n.
+func (r *run) lease(n int) (AttemptInfo, error, bool) {
+	now := time.Now()
+	remaining := r.end.Sub(now)
+	if remaining <= r.p.Floor {
+		return AttemptInfo{}, nil, false
+	}
+	a := AttemptInfo{
+		Name: r.p.Name, Number: n, Start: now, Ceiling: r.p.AttemptTimeout,
+		Granted: remaining - r.p.Floor, Remaining: remaining, LimitedBy: LimitDeadline,
+	}
+	cause := ErrDeadlineReached
+	if a.Ceiling > 0 && a.Ceiling <= a.Granted {
+		a.Granted, a.LimitedBy, cause = a.Ceiling, LimitCeiling, ErrCeilingReached
+	}
+	return a, cause, true
+}
+
+// attempt runs op once inside its lease and records how it ended.
+func attempt[T any](ctx context.Context, r *run, a AttemptInfo, cause error, op func(context.Context, AttemptInfo) (T, error)) (v T, err error) {
+	r.attempts = a.Number
+	actx, cancel := context.WithDeadlineCause(ctx, a.Start.Add(a.Granted), cause)
+	octx := actx
+	if r.h != nil && r.h.AttemptStart != nil {
+		if c := r.h.AttemptStart(actx, a); c != nil {
+			octx = c
+		}
+	}
+	finished := false
+	defer func() {
+		cancel()
+		if !finished && r.h != nil && r.h.AttemptEnd != nil {
+			r.h.AttemptEnd(octx, a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
+		}
+	}()
+	v, err = op(octx, a)
+	finished = true
+	ended := EndedCompleted
+	retry := false
+	if err != nil {
+		ended, err = r.classify(ctx, actx, a, err)
+		if ended == EndedError || ended == EndedAttemptTimeout {
+			retry = r.retryable(err)
+		}
+		r.last = err
+	}
+	r.ended = ended
+	if r.h != nil && r.h.AttemptEnd != nil {
+		r.h.AttemptEnd(octx, a, AttemptResult{Duration: time.Since(a.Start), Err: err, Retryable: retry, EndedBy: ended})
+	}
+	r.retry = retry
+	return v, err
+}
+
+// classify says what ended a failed attempt: the caller, the shared deadline,
+// the attempt's own ceiling, or the operation's error.
+func (r *run) classify(ctx, actx context.Context, a AttemptInfo, err error) (EndedBy, error) {
+	if actx.Err() == nil {
+		return EndedError, err
+	}
+	switch perr := ctx.Err(); {
+	case perr != nil && errors.Is(perr, context.Canceled):
+		return EndedCanceled, err
+	case perr != nil:
+		r.deadlineCuts++
+		return EndedDeadline, err
+	case context.Cause(actx) == ErrCeilingReached:
+		r.ceilingTimeouts++
+		return EndedAttemptTimeout, &AttemptTimeoutError{Attempt: a.Number, Ceiling: a.Ceiling, Err: err}
+	}
+	r.deadlineCuts++
+	return EndedDeadline, err
+}
+
+// next decides what follows failed attempt n: a stop reason, or
+// ReasonSuccess after sleeping the wait.
+func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration) {
+	switch r.ended {
+	case EndedCanceled:
+		return ReasonCanceled, 0
+	case EndedDeadline:
+		return ReasonDeadline, 0
+	}
+	if !r.retry {
+		return ReasonNotRetryable, 0
+	}
+	if n >= r.p.MaxAttempts {
+		return ReasonExhausted, 0
+	}
+	wait, src, asked := r.p.Backoff.Delay(n, r.p.Rand), SourcePolicy, time.Duration(0)
+	if ra, ok := RetryAfterOf(err); ok {
+		wait, src, asked = ra, SourceRetryAfter, ra
+	}
+	remaining := time.Until(r.end)
+	fits := wait == 0 || wait < remaining-r.p.Floor
+	if r.h != nil && r.h.Backoff != nil {
+		r.h.Backoff(ctx, BackoffInfo{Name: r.p.Name, Attempt: n, Delay: wait, Source: src, RetryAfter: asked, Remaining: remaining, Fits: fits})
+	}
+	if !fits {
+		if src == SourceRetryAfter {
+			return ReasonRetryAfterTooLong, wait
+		}
+		return ReasonBackoffTooLong, wait
+	}
+	if wait <= 0 {
+		return ReasonSuccess, 0
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return ReasonSuccess, 0
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return ReasonCanceled, 0
+		}
+		return ReasonDeadline, 0
+	}
+}
+
+// stop ends the call: it reports CallEnd and builds the StopError.
+func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error {
+	var err error
+	remaining := time.Until(r.end)
+	if reason != ReasonSuccess {
+		err = &StopError{
+			Name: r.p.Name, Reason: reason, Attempts: r.attempts, Last: r.last,
+			Remaining: remaining, Floor: r.p.Floor, Wait: wait,
+		}
+	}
+	r.done = true
+	if r.h != nil && r.h.CallEnd != nil {
+		r.h.CallEnd(ctx, CallResult{
+			Name: r.p.Name, Reason: reason, Attempts: r.attempts, Err: err,
+			Duration: time.Since(r.start), Remaining: remaining,
+			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts,
+		})
+	}
+	return err
+}
+
+// closeOnPanic reports CallEnd with ReasonPanic when op panicked.
+func (r *run) closeOnPanic(ctx context.Context) {
+	if !r.done && r.h.CallEnd != nil {
+		r.h.CallEnd(ctx, CallResult{
+			Name: r.p.Name, Reason: ReasonPanic, Attempts: r.attempts,
+			Duration: time.Since(r.start), Remaining: time.Until(r.end),
+			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts,
+		})
+	}
+}

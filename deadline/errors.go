@@ -1,0 +1,237 @@
+package deadline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// timeoutError is a sentinel that also matches context.DeadlineExceeded, so
+// that callers who only know the standard library still see a timeout.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string        { return e.msg }
+func (e *timeoutError) Timeout() bool        { return true }
+func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// canceledError is a sentinel that also matches context.Canceled.
+type canceledError struct{ msg string }
+
+func (e *canceledError) Error() string        { return e.msg }
+func (e *canceledError) Is(target error) bool { return target == context.Canceled }
+
+var (
+	// ErrDeadlineReached is the context cause when the run's shared deadline
+	// (less the policy's floor, inside [Do]) ended a context, and the sentinel
+	// of [ReasonDeadline]. It matches context.DeadlineExceeded.
+	ErrDeadlineReached error = &timeoutError{"deadline: the shared deadline was reached"}
+
+	// ErrCeilingReached is the context cause when an attempt's own ceiling
+	// ([Policy.AttemptTimeout], or the limit of [Deadline.ScopeLimit]) ended
+	// it: the operation was slow, the budget was not yet spent. It matches
+	// context.DeadlineExceeded.
+	ErrCeilingReached error = &timeoutError{"deadline: the attempt's ceiling was reached"}
+
+	// ErrRefused is the sentinel of [ReasonRefused]: no attempt was started
+	// because what was left of the budget was at or below the floor. It
+	// matches context.DeadlineExceeded.
+	ErrRefused error = &timeoutError{"deadline: refused below the floor"}
+
+	// ErrBackoffExceedsBudget is the sentinel of [ReasonBackoffTooLong]: the
+	// chosen backoff sleep would not leave time for another attempt. It
+	// matches context.DeadlineExceeded.
+	ErrBackoffExceedsBudget error = &timeoutError{"deadline: backoff would outlast the deadline"}
+
+	// ErrRetryAfterExceedsBudget is the sentinel of [ReasonRetryAfterTooLong]:
+	// a server asked to wait longer than what was left. It matches
+	// context.DeadlineExceeded.
+	ErrRetryAfterExceedsBudget error = &timeoutError{"deadline: Retry-After would outlast the deadline"}
+
+	// ErrCanceled is the sentinel of [ReasonCanceled]: the caller's context
+	// was canceled. It matches context.Canceled.
+	ErrCanceled error = &canceledError{"deadline: canceled by the caller"}
+
+	// ErrNotRetryable is the sentinel of [ReasonNotRetryable]: the classifier
+	// declined to retry the attempt's error.
+	ErrNotRetryable = errors.New("deadline: error is not retryable")
+
+	// ErrAttemptsExhausted is the sentinel of [ReasonExhausted]: every attempt
+	// the policy allows failed with a retryable error.
+	ErrAttemptsExhausted = errors.New("deadline: attempts exhausted")
+
+	// ErrInvalidPolicy is matched by every [PolicyError].
+	ErrInvalidPolicy = errors.New("deadline: invalid policy")
+)
+
+// Reason says why a call stopped. Its String form is the value used in logs
+// and telemetry ("success", "refused", …).
+type Reason uint8
+
+// The stop reasons. Every reason but ReasonSuccess and ReasonPanic is
+// returned as a [StopError]; a panic propagates and is only reported to hooks.
+const (
+	ReasonSuccess           Reason = iota // the operation returned a result
+	ReasonNotRetryable                    // an error the classifier would not retry
+	ReasonExhausted                       // every allowed attempt failed retryably
+	ReasonRefused                         // remaining <= floor before an attempt
+	ReasonBackoffTooLong                  // the backoff sleep would not fit in the budget
+	ReasonRetryAfterTooLong               // the server's Retry-After would not fit in the budget
+	ReasonDeadline                        // the shared deadline ended an attempt
+	ReasonCanceled                        // the caller's context was canceled
+	ReasonPanic                           // the operation panicked (hooks only)
+)
+
+var reasonNames = [...]string{
+	ReasonSuccess:           "success",
+	ReasonNotRetryable:      "not_retryable",
+	ReasonExhausted:         "attempts_exhausted",
+	ReasonRefused:           "refused",
+	ReasonBackoffTooLong:    "backoff_exceeds_budget",
+	ReasonRetryAfterTooLong: "retry_after_exceeds_budget",
+	ReasonDeadline:          "deadline_exceeded",
+	ReasonCanceled:          "canceled",
+	ReasonPanic:             "panic",
+}
+
+// String returns the reason's stable snake_case name.
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// Budget reports whether the reason means the budget, not the operation,
+// ended the call (refused, backoff or Retry-After too long, deadline).
+func (r Reason) Budget() bool {
+	switch r {
+	case ReasonRefused, ReasonBackoffTooLong, ReasonRetryAfterTooLong, ReasonDeadline:
+		return true
+	}
+	return false
+}
+
+// Sentinel returns the error that errors.Is matches for r, or nil for
+// ReasonSuccess and ReasonPanic.
+func (r Reason) Sentinel() error {
+	switch r {
+	case ReasonNotRetryable:
+		return ErrNotRetryable
+	case ReasonExhausted:
+		return ErrAttemptsExhausted
+	case ReasonRefused:
+		return ErrRefused
+	case ReasonBackoffTooLong:
+		return ErrBackoffExceedsBudget
+	case ReasonRetryAfterTooLong:
+		return ErrRetryAfterExceedsBudget
+	case ReasonDeadline:
+		return ErrDeadlineReached
+	case ReasonCanceled:
+		return ErrCanceled
+	}
+	return nil
+}
+
+// StopError is the error [Do] returns when a call ends without a result.
+//
+// errors.Is matches the reason's sentinel ([Reason.Sentinel]) and the last
+// attempt's error; budget reasons also match context.DeadlineExceeded and
+// ReasonCanceled matches context.Canceled. errors.As reaches the last
+// attempt's error too.
+type StopError struct {
+	Name      string        // the policy's name, may be empty
+	Reason    Reason        // why the call stopped
+	Attempts  int           // attempts started
+	Last      error         // the last attempt's error; nil when none ran
+	Remaining time.Duration // budget left when the call stopped
+	Floor     time.Duration // the policy's floor
+	Wait      time.Duration // the sleep that did not fit (backoff or Retry-After), else 0
+}
+
+// Error says what stopped the call, what was asked and what was left, then
+// the last attempt's error, e.g.
+// "fetch: Retry-After 3s exceeds the 870ms left above the 20ms floor (after 1 attempt): 503 Service Unavailable".
+func (e *StopError) Error() string {
+	var s string
+	left := e.Remaining.Round(time.Millisecond / 10)
+	switch e.Reason {
+	case ReasonRefused:
+		s = fmt.Sprintf("refused before attempt %d: %v left, floor %v", e.Attempts+1, left, e.Floor)
+	case ReasonBackoffTooLong:
+		s = fmt.Sprintf("backoff %v exceeds the %v left above the %v floor", e.Wait, left-e.Floor, e.Floor)
+	case ReasonRetryAfterTooLong:
+		s = fmt.Sprintf("Retry-After %v exceeds the %v left above the %v floor", e.Wait, left-e.Floor, e.Floor)
+	case ReasonDeadline:
+		s = "the shared deadline was reached"
+	case ReasonCanceled:
+		s = "canceled by the caller"
+	case ReasonExhausted:
+		s = "attempts exhausted"
+	case ReasonNotRetryable:
+		s = "not retryable"
+	default:
+		s = e.Reason.String()
+	}
+	if e.Name != "" {
+		s = e.Name + ": " + s
+	} else {
+		s = "deadline: " + s
+	}
+	if e.Reason != ReasonRefused || e.Attempts > 0 {
+		s += fmt.Sprintf(" (after %d attempt%s)", e.Attempts, plural(e.Attempts))
+	}
+	if e.Last != nil {
+		s += ": " + e.Last.Error()
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Unwrap returns the reason's sentinel and the last attempt's error.
+func (e *StopError) Unwrap() []error {
+	s := e.Reason.Sentinel()
+	switch {
+	case s == nil && e.Last == nil:
+		return nil
+	case s == nil:
+		return []error{e.Last}
+	case e.Last == nil:
+		return []error{s}
+	}
+	return []error{s, e.Last}
+}
+
+// Timeout reports whether the budget, not the operation, stopped the call
+// (the net.Error convention).
+func (e *StopError) Timeout() bool { return e.Reason.Budget() }
+
+// ErrorType returns the stop reason, for the semantic-conventions attribute
+// error.type.
+func (e *StopError) ErrorType() string { return e.Reason.String() }
+
+// PolicyError reports an invalid [Policy] field or argument: which one, the
+// value given, and what is allowed. It matches [ErrInvalidPolicy].
+type PolicyError struct {
+	Field   string // e.g. "Policy.MaxAttempts"
+	Value   any    // the value given
+	Allowed string // e.g. ">= 1"
+}
+
+// Error implements error.
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("deadline: invalid %s %v: must be %s", e.Field, e.Value, e.Allowed)
+}
+
+// Is matches [ErrInvalidPolicy].
+func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
+
+// ErrorType returns "invalid_policy".
+func (e *PolicyError) ErrorType() string { return "invalid_policy" }

@@ -1,0 +1,253 @@
+package deadline
+
+import (
+	"context"
+	"time"
+)
+
+// Limit says which limit bounded an attempt's grant.
+type Limit uint8
+
+const (
+	// LimitCeiling: the grant is the policy's AttemptTimeout.
+	LimitCeiling Limit = iota + 1
+	// LimitDeadline: the grant is what is left of the shared deadline less
+	// the floor, smaller than the ceiling (or there is no ceiling).
+	LimitDeadline
+)
+
+// String returns "ceiling" or "deadline".
+func (l Limit) String() string {
+	switch l {
+	case LimitCeiling:
+		return "ceiling"
+	case LimitDeadline:
+		return "deadline"
+	}
+	return "none"
+}
+
+// EndedBy says what ended an attempt.
+type EndedBy uint8
+
+const (
+	// EndedCompleted: the operation returned without error.
+	EndedCompleted EndedBy = iota + 1
+	// EndedError: the operation returned an error before any limit.
+	EndedError
+	// EndedAttemptTimeout: the attempt's own ceiling ended it.
+	EndedAttemptTimeout
+	// EndedDeadline: the shared deadline (or the caller's context
+	// deadline) ended it.
+	EndedDeadline
+	// EndedCanceled: the caller canceled the context.
+	EndedCanceled
+	// EndedPanic: the operation panicked.
+	EndedPanic
+)
+
+var endedNames = [...]string{
+	EndedCompleted:      "completed",
+	EndedError:          "error",
+	EndedAttemptTimeout: "attempt_timeout",
+	EndedDeadline:       "deadline",
+	EndedCanceled:       "canceled",
+	EndedPanic:          "panic",
+}
+
+// String returns the stable snake_case name ("completed", "attempt_timeout", …).
+func (e EndedBy) String() string {
+	if e > 0 && int(e) < len(endedNames) {
+		return endedNames[e]
+	}
+	return "unknown"
+}
+
+// BackoffSource says where a backoff delay came from.
+type BackoffSource uint8
+
+const (
+	// SourcePolicy: the policy's Backoff chose the delay.
+	SourcePolicy BackoffSource = iota + 1
+	// SourceRetryAfter: the server's Retry-After chose it.
+	SourceRetryAfter
+)
+
+// String returns "policy" or "retry_after".
+func (s BackoffSource) String() string {
+	switch s {
+	case SourcePolicy:
+		return "policy"
+	case SourceRetryAfter:
+		return "retry_after"
+	}
+	return "none"
+}
+
+// CallInfo describes a call as it starts.
+type CallInfo struct {
+	Name        string
+	Start       time.Time
+	Budget      time.Duration // the Deadline's budget
+	Remaining   time.Duration // left at the start of the call
+	MaxAttempts int
+	Ceiling     time.Duration // Policy.AttemptTimeout; 0: none
+	Floor       time.Duration
+}
+
+// AttemptInfo describes an attempt as it starts. The operation receives it
+// too.
+type AttemptInfo struct {
+	Name      string
+	Number    int           // 1 for the first attempt
+	Start     time.Time     // when the attempt was granted
+	Ceiling   time.Duration // Policy.AttemptTimeout; 0: none
+	Granted   time.Duration // min(Ceiling, Remaining - Floor)
+	Remaining time.Duration // budget left at the start of the attempt
+	LimitedBy Limit         // which limit set Granted
+}
+
+// AttemptResult describes how an attempt ended.
+type AttemptResult struct {
+	Duration  time.Duration
+	Err       error // nil when EndedBy is EndedCompleted
+	Retryable bool  // the classifier's answer for Err
+	EndedBy   EndedBy
+}
+
+// BackoffInfo describes the wait chosen after a failed attempt.
+type BackoffInfo struct {
+	Name       string
+	Attempt    int           // the attempt that failed
+	Delay      time.Duration // the sleep chosen
+	Source     BackoffSource // policy or Retry-After
+	RetryAfter time.Duration // the delay the server asked for; 0 if none
+	Remaining  time.Duration // budget left when it was chosen
+	Fits       bool          // false: it does not fit and the call stops now
+}
+
+// CallResult describes how a call ended.
+type CallResult struct {
+	Name      string
+	Reason    Reason
+	Attempts  int           // attempts started
+	Err       error         // what Do returns; nil on success or panic
+	Duration  time.Duration // since the call started
+	Remaining time.Duration // budget left at the end
+	// CeilingTimeouts counts attempts ended by their own ceiling while the
+	// ceiling bound the grant: each ran its whole configured ceiling.
+	CeilingTimeouts int
+	// DeadlineCuts counts attempts whose grant was cut below the ceiling by
+	// the deadline and that the deadline then ended.
+	DeadlineCuts int
+}
+
+// Hooks is a set of optional callbacks that observe a call made by [Do],
+// modelled on net/http/httptrace.ClientTrace. Any field may be nil. Hooks
+// run synchronously on the calling goroutine, in this order: CallStart, then
+// for each attempt AttemptStart and AttemptEnd, with Backoff between
+// attempts, then CallEnd. Every hook that began is closed, also when the
+// operation panics.
+//
+// Hooks must not retain the contexts they are given after CallEnd.
+type Hooks struct {
+	// CallStart is called once before the first attempt. The context it
+	// returns (nil: unchanged) becomes the parent of every attempt, and is
+	// passed to Backoff and CallEnd.
+	CallStart func(ctx context.Context, c CallInfo) context.Context
+
+	// AttemptStart is called before each attempt. The context it returns
+	// (nil: unchanged) is the one the operation runs in, and the one
+	// AttemptEnd receives.
+	AttemptStart func(ctx context.Context, a AttemptInfo) context.Context
+
+	// AttemptEnd is called when the operation returns (or panics).
+	AttemptEnd func(ctx context.Context, a AttemptInfo, r AttemptResult)
+
+	// Backoff is called after a failed attempt that will be retried if the
+	// wait fits, with the wait chosen and whether it fits.
+	Backoff func(ctx context.Context, b BackoffInfo)
+
+	// CallEnd is called once when the call ends, also on a panic.
+	CallEnd func(ctx context.Context, r CallResult)
+}
+
+// Compose returns Hooks that call each of hs in order (nil entries are
+// skipped). Contexts returned by CallStart and AttemptStart are threaded
+// through: each hook receives the context the previous one returned. It
+// returns nil when no hooks remain and the only one when there is one.
+func Compose(hs ...*Hooks) *Hooks {
+	var live []*Hooks
+	for _, h := range hs {
+		if h != nil {
+			live = append(live, h)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	return &Hooks{
+		CallStart: func(ctx context.Context, c CallInfo) context.Context {
+			for _, h := range live {
+				if h.CallStart != nil {
+					if n := h.CallStart(ctx, c); n != nil {
+						ctx = n
+					}
+				}
+			}
+			return ctx
+		},
+		AttemptStart: func(ctx context.Context, a AttemptInfo) context.Context {
+			for _, h := range live {
+				if h.AttemptStart != nil {
+					if n := h.AttemptStart(ctx, a); n != nil {
+						ctx = n
+					}
+				}
+			}
+			return ctx
+		},
+		AttemptEnd: func(ctx context.Context, a AttemptInfo, r AttemptResult) {
+			for i := len(live) - 1; i >= 0; i-- {
+				if h := live[i]; h.AttemptEnd != nil {
+					h.AttemptEnd(ctx, a, r)
+				}
+			}
+		},
+		Backoff: func(ctx context.Context, b BackoffInfo) {
+			for _, h := range live {
+				if h.Backoff != nil {
+					h.Backoff(ctx, b)
+				}
+			}
+		},
+		CallEnd: func(ctx context.Context, r CallResult) {
+			for i := len(live) - 1; i >= 0; i-- {
+				if h := live[i]; h.CallEnd != nil {
+					h.CallEnd(ctx, r)
+				}
+			}
+		},
+	}
+}
+
+type hooksKey struct{}
+
+// WithHooks returns a copy of ctx carrying h, composed after any hooks ctx
+// already carries, so that every [Do] under ctx (an HTTP transport's
+// included) reports to them. A nil h returns ctx unchanged.
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
+	if h == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, hooksKey{}, Compose(ContextHooks(ctx), h))
+}
+
+// ContextHooks returns the hooks carried by ctx, or nil.
+func ContextHooks(ctx context.Context) *Hooks {
+	h, _ := ctx.Value(hooksKey{}).(*Hooks)
+	return h
+}

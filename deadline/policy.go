@@ -1,0 +1,86 @@
+package deadline
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy configures [Do]: how many attempts, each attempt's ceiling, the floor
+// kept in reserve, the backoff between attempts, and which errors are safe to
+// retry.
+//
+// A Policy is a value. The zero Policy is invalid (MaxAttempts 0); start from
+// [DefaultPolicy] or set MaxAttempts. Sharing one Policy between goroutines is
+// safe unless Rand is set to a source that is not.
+type Policy struct {
+	// Name names the logical call in errors, logs and spans (e.g. "fetch").
+	Name string
+
+	// MaxAttempts is the number of attempts allowed, the first included.
+	// Must be >= 1.
+	MaxAttempts int
+
+	// AttemptTimeout is each attempt's ceiling. The attempt is granted
+	// min(AttemptTimeout, remaining - Floor). Zero means no ceiling: the
+	// grant is remaining - Floor. Must be >= 0.
+	AttemptTimeout time.Duration
+
+	// Floor is kept in reserve: no attempt starts with remaining <= Floor,
+	// and no lease reaches into it, leaving time to record the outcome and
+	// answer. Must be >= 0.
+	Floor time.Duration
+
+	// Backoff chooses the sleep between attempts. The zero Backoff retries
+	// at once.
+	Backoff Backoff
+
+	// Retryable reports whether an attempt's error may be retried. Nil
+	// means [IsRetryable]: only errors marked [Retryable], and attempts ended
+	// by their own ceiling ([AttemptTimeoutError]), are retried.
+	Retryable func(error) bool
+
+	// Rand draws the backoff jitter: it returns a uniform value in [0, n),
+	// like (*rand.Rand).Int64N. Nil uses math/rand/v2's global source. Set a
+	// seeded source for reproducible runs; it must be safe for concurrent
+	// use if the Policy is shared.
+	Rand func(n int64) int64
+
+	// Hooks observe every call made with this policy, after any hooks carried
+	// by the context ([WithHooks]). May be nil.
+	Hooks *Hooks
+}
+
+// DefaultPolicy returns a policy of 3 attempts, no per-attempt ceiling, a
+// 20ms floor and full-jitter backoff from 50ms to 400ms: the source
+// article's settings.
+func DefaultPolicy() Policy {
+	return Policy{
+		MaxAttempts: 3,
+		Floor:       20 * time.Millisecond,
+		Backoff:     Backoff{Base: 50 * time.Millisecond, Max: 400 * time.Millisecond},
+	}
+}
+
+// Validate reports the first invalid field as a [*PolicyError] that names
+// the field, the value and the allowed range, or nil.
+func (p Policy) Validate() error {
+	switch {
+	case p.MaxAttempts < 1:
+		return &PolicyError{"Policy.MaxAttempts", p.MaxAttempts, ">= 1"}
+	case p.AttemptTimeout < 0:
+		return &PolicyError{"Policy.AttemptTimeout", p.AttemptTimeout, ">= 0 (0: no ceiling)"}
+	case p.Floor < 0:
+		return &PolicyError{"Policy.Floor", p.Floor, ">= 0"}
+	case p.Backoff.Base < 0:
+		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, ">= 0"}
+	case p.Backoff.Max < 0:
+		return &PolicyError{"Policy.Backoff.Max", p.Backoff.Max, ">= 0"}
+	case p.Backoff.Base > p.Backoff.Max:
+		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("<= Policy.Backoff.Max (%v)", p.Backoff.Max)}
+	case p.Backoff.Max > 0 && p.Backoff.Base == 0:
+		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("> 0 when Policy.Backoff.Max is set (%v)", p.Backoff.Max)}
+	case p.Backoff.Jitter > JitterNone:
+		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
+	}
+	return nil
+}

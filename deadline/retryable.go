@@ -1,0 +1,114 @@
+package deadline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// retryableError marks an error as safe to retry without changing what
+// errors.Is and errors.As find.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string   { return e.err.Error() }
+func (e *retryableError) Unwrap() error   { return e.err }
+func (e *retryableError) Retryable() bool { return true }
+
+// Retryable marks err as safe to retry. errors.Is and errors.As still find
+// the original error, and the message is unchanged. Retryable(nil) is nil.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &retryableError{err}
+}
+
+// IsRetryable reports whether err, or any error it wraps, is marked
+// retryable: by [Retryable], or by implementing Retryable() bool and
+// returning true (an [AttemptTimeoutError] does).
+func IsRetryable(err error) bool {
+	for err != nil {
+		if r, ok := err.(interface{ Retryable() bool }); ok && r.Retryable() {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if IsRetryable(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// RetryAfterError annotates an error with the delay a server asked for before
+// the next attempt (HTTP Retry-After). Create one with [RetryAfter].
+type RetryAfterError struct {
+	Err   error
+	Delay time.Duration // >= 0
+}
+
+// Error returns the wrapped error's message and the delay asked.
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (server asked to retry after %v)", e.Err, e.Delay)
+}
+
+// Unwrap returns the wrapped error.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter annotates err with a server-requested delay. In [Do] the delay
+// replaces the policy's backoff and is never shortened; when it is longer
+// than what is left above the floor the call stops at once with
+// [ReasonRetryAfterTooLong]. RetryAfter does not make err retryable: mark it
+// with [Retryable] as well. A negative delay is treated as zero;
+// RetryAfter(nil, d) is nil.
+func RetryAfter(err error, delay time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Err: err, Delay: max(delay, 0)}
+}
+
+// RetryAfterOf returns the delay carried by the first [RetryAfterError] in
+// err's chain.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	if ra, ok := errors.AsType[*RetryAfterError](err); ok {
+		return ra.Delay, true
+	}
+	return 0, false
+}
+
+// AttemptTimeoutError is the error [Do] records for an attempt that its own
+// ceiling ended: the operation was slower than [Policy.AttemptTimeout]. It is
+// retryable, wraps the operation's own error, and matches
+// [ErrCeilingReached] and context.DeadlineExceeded.
+type AttemptTimeoutError struct {
+	Attempt int
+	Ceiling time.Duration
+	Err     error // what the operation returned
+}
+
+// Error says which attempt ran out of its ceiling.
+func (e *AttemptTimeoutError) Error() string {
+	return fmt.Sprintf("attempt %d exceeded its %v ceiling: %v", e.Attempt, e.Ceiling, e.Err)
+}
+
+// Unwrap returns [ErrCeilingReached] and the operation's error.
+func (e *AttemptTimeoutError) Unwrap() []error { return []error{ErrCeilingReached, e.Err} }
+
+// Retryable reports true: a slow attempt may be retried if attempts and
+// budget allow and the classifier agrees.
+func (e *AttemptTimeoutError) Retryable() bool { return true }
+
+// Timeout reports true.
+func (e *AttemptTimeoutError) Timeout() bool { return true }
+
+// ErrorType returns "attempt_timeout".
+func (e *AttemptTimeoutError) ErrorType() string { return "attempt_timeout" }

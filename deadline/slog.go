@@ -1,0 +1,65 @@
+package deadline
+
+import (
+	"context"
+	"log/slog"
+)
+
+// LogHooks returns hooks that log to l (nil: slog.Default()) what the
+// budget did, so that a slow run can be explained without rerunning it:
+//
+//   - each attempt's end at Debug (Info when it failed), with its number,
+//     granted lease, remaining budget at its start, duration and what ended it;
+//   - each backoff at Debug, with the delay, its source and whether it fit;
+//   - the call's end at Info (Warn when it failed), with the stop reason, the
+//     attempts made and the budget left.
+//
+// Durations are logged as time.Duration values under keys ending in no unit
+// (slog renders them); attribute keys are stable: step, attempt, granted,
+// remaining, duration, ended_by, retryable, delay, source, fits, reason,
+// attempts, error.
+func LogHooks(l *slog.Logger) *Hooks {
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Hooks{
+		AttemptEnd: func(ctx context.Context, a AttemptInfo, r AttemptResult) {
+			level := slog.LevelDebug
+			if r.Err != nil {
+				level = slog.LevelInfo
+			}
+			if !l.Enabled(ctx, level) {
+				return
+			}
+			attrs := []slog.Attr{
+				slog.String("step", a.Name), slog.Int("attempt", a.Number),
+				slog.Duration("granted", a.Granted), slog.String("limited_by", a.LimitedBy.String()),
+				slog.Duration("remaining", a.Remaining), slog.Duration("duration", r.Duration),
+				slog.String("ended_by", r.EndedBy.String()),
+			}
+			if r.Err != nil {
+				attrs = append(attrs, slog.Bool("retryable", r.Retryable), slog.String("error", r.Err.Error()))
+			}
+			l.LogAttrs(ctx, level, "deadline attempt", attrs...)
+		},
+		Backoff: func(ctx context.Context, b BackoffInfo) {
+			l.LogAttrs(ctx, slog.LevelDebug, "deadline backoff",
+				slog.String("step", b.Name), slog.Int("attempt", b.Attempt),
+				slog.Duration("delay", b.Delay), slog.String("source", b.Source.String()),
+				slog.Duration("remaining", b.Remaining), slog.Bool("fits", b.Fits))
+		},
+		CallEnd: func(ctx context.Context, r CallResult) {
+			level := slog.LevelInfo
+			attrs := []slog.Attr{
+				slog.String("step", r.Name), slog.String("reason", r.Reason.String()),
+				slog.Int("attempts", r.Attempts), slog.Duration("duration", r.Duration),
+				slog.Duration("remaining", r.Remaining),
+			}
+			if r.Err != nil {
+				level = slog.LevelWarn
+				attrs = append(attrs, slog.String("error", r.Err.Error()))
+			}
+			l.LogAttrs(ctx, level, "deadline call", attrs...)
+		},
+	}
+}
