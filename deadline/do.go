@@ -52,7 +52,7 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 	if op == nil {
 		return zero, &PolicyError{"op", "nil", "a non-nil function"}
 	}
-	r := run{p: &p, end: d.end, h: p.Hooks, retryable: p.Retryable}
+	r := run{p: p, end: d.end, h: p.Hooks, retryable: p.Retryable}
 	if t, ok := ctx.Deadline(); ok && t.Before(r.end) {
 		r.end = t
 	}
@@ -98,7 +98,7 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 // run is the state of one call to Do, kept out of the generic function so
 // that one copy of the loop's logic serves every result type.
 type run struct {
-	p         *Policy
+	p         Policy // a copy: a pointer to Do's parameter would move it to the heap
 	end       time.Time
 	h         *Hooks
 	retryable func(error) bool
@@ -115,13 +115,15 @@ type run struct {
 
 // lease applies rules one and two for attempt n.
 func (r *run) lease(n int) (AttemptInfo, error, bool) {
-	now := time.Now()
-	remaining := r.end.Sub(now)
+	// time.Until reads only the monotonic clock when r.end carries a
+	// reading (time.Now reads the wall clock too, and is the largest cost
+	// of the success path); the attempt's start is derived from it exactly.
+	remaining := time.Until(r.end)
 	if remaining <= r.p.Floor {
 		return AttemptInfo{}, nil, false
 	}
 	a := AttemptInfo{
-		Name: r.p.Name, Number: n, Start: now, Ceiling: r.p.AttemptTimeout,
+		Name: r.p.Name, Number: n, Start: r.end.Add(-remaining), Ceiling: r.p.AttemptTimeout,
 		Granted: remaining - r.p.Floor, Remaining: remaining, LimitedBy: LimitDeadline,
 	}
 	cause := ErrDeadlineReached

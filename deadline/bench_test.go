@@ -1,0 +1,79 @@
+package deadline_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// sink keeps the compiler from discarding the benchmarked results.
+var sink int
+
+// BenchmarkBare is the baseline Do is measured against: what a caller writes
+// by hand for one attempt under a deadline.
+func BenchmarkBare(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	end := time.Now().Add(time.Hour)
+	op := func(ctx context.Context) (int, error) { return 1, ctx.Err() }
+	for b.Loop() {
+		actx, cancel := context.WithDeadline(ctx, end)
+		v, err := op(actx)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += v
+	}
+}
+
+// BenchmarkDo is Do's success path on the first attempt with no observer.
+func BenchmarkDo(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	d := deadline.New(time.Hour)
+	p := deadline.DefaultPolicy()
+	p.AttemptTimeout = time.Minute
+	op := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
+	for b.Loop() {
+		v, err := deadline.Do(ctx, d, p, op)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += v
+	}
+}
+
+// BenchmarkDoLogHooks is BenchmarkDo with the slog observer writing text to
+// io.Discard at Debug level: the cost of logging every attempt and call.
+func BenchmarkDoLogHooks(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	d := deadline.New(time.Hour)
+	p := deadline.DefaultPolicy()
+	p.AttemptTimeout = time.Minute
+	p.Hooks = deadline.LogHooks(slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	op := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
+	for b.Loop() {
+		v, err := deadline.Do(ctx, d, p, op)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sink += v
+	}
+}
+
+// BenchmarkBackoffDelay is the cost of choosing one jittered sleep.
+func BenchmarkBackoffDelay(b *testing.B) {
+	b.ReportAllocs()
+	bo := deadline.Backoff{Base: 50 * time.Millisecond, Max: 400 * time.Millisecond}
+	n := 0
+	for b.Loop() {
+		n = n%6 + 1
+		sink += int(bo.Delay(n, nil))
+	}
+}
