@@ -1,0 +1,159 @@
+package deadlinehttp
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// DefaultBudget is the budget a [Transport] gives a request whose context
+// carries no deadline (neither a [deadline.Deadline] nor a context
+// deadline): 30 seconds. Change it with [WithDefaultBudget].
+const DefaultBudget = 30 * time.Second
+
+// Option configures a [Transport].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is a Transport's settings, fixed by NewTransport.
+type config struct {
+	policy        deadline.Policy
+	hooks         *deadline.Hooks
+	defaultBudget time.Duration
+	header        string
+	retryStatus   map[int]bool
+	err           error // the first invalid option, returned by every RoundTrip
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		policy:        deadline.DefaultPolicy(),
+		defaultBudget: DefaultBudget,
+		header:        DefaultHeader,
+		retryStatus:   statusSet(defaultRetryStatuses),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.hooks)
+	if c.err == nil {
+		c.err = c.policy.Validate()
+	}
+	return c
+}
+
+func (c *config) fail(field string, value any, allowed string) {
+	if c.err == nil {
+		c.err = &deadline.PolicyError{Field: field, Value: value, Allowed: allowed}
+	}
+}
+
+var defaultRetryStatuses = []int{
+	http.StatusRequestTimeout,      // 408
+	http.StatusTooManyRequests,     // 429
+	http.StatusInternalServerError, // 500
+	http.StatusBadGateway,          // 502
+	http.StatusServiceUnavailable,  // 503
+	http.StatusGatewayTimeout,      // 504
+}
+
+func statusSet(codes []int) map[int]bool {
+	m := make(map[int]bool, len(codes))
+	for _, c := range codes {
+		m[c] = true
+	}
+	return m
+}
+
+// WithPolicy sets the retry policy every request runs under ([deadline.Do]):
+// attempts, per-attempt ceiling, floor, backoff, classifier and hooks. The
+// default is [deadline.DefaultPolicy] (3 attempts, no ceiling, 20ms floor,
+// full-jitter backoff 50ms..400ms). When p.Name is empty each call is named
+// "HTTP " and the request's method, e.g. "HTTP GET".
+//
+// p.Retryable, when set, replaces the default classifier
+// ([deadline.IsRetryable]) but never widens what is safe: a request that is
+// not idempotent ([IsIdempotent]) or whose body cannot be replayed is not
+// retried whatever it says. An invalid p makes every RoundTrip return its
+// [*deadline.PolicyError] without sending anything.
+func WithPolicy(p deadline.Policy) Option {
+	return optionFunc(func(c *config) { c.policy = p })
+}
+
+// WithDefaultBudget sets the budget of a request whose context carries no
+// deadline (see [deadline.FromContext]); the default is [DefaultBudget].
+// d <= 0 makes every RoundTrip return a [*deadline.PolicyError].
+func WithDefaultBudget(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.fail("deadlinehttp.WithDefaultBudget", d, "> 0")
+			return
+		}
+		c.defaultBudget = d
+	})
+}
+
+// WithHeader sets the name of the request header that carries each
+// attempt's granted lease (default [DefaultHeader]). An empty name disables
+// sending it. A name that is not an HTTP token (RFC 9110 §5.6.2) makes every
+// RoundTrip return a [*deadline.PolicyError].
+func WithHeader(name string) Option {
+	return optionFunc(func(c *config) {
+		if name != "" && !isToken(name) {
+			c.fail("deadlinehttp.WithHeader", name, `an HTTP token (letters, digits and !#$%&'*+-.^_|~), or "" to disable`)
+			return
+		}
+		c.header = name
+	})
+}
+
+// WithRetryStatuses replaces the response status codes that count as a
+// retryable failure (default 408, 429, 500, 502, 503, 504). With no codes
+// every response is returned as it is. A code outside 100..599 makes every
+// RoundTrip return a [*deadline.PolicyError].
+//
+// A 504 carrying [RefusedHeader] is never retried: the server refused the
+// budget it was given, and the next attempt would have less.
+func WithRetryStatuses(codes ...int) Option {
+	return optionFunc(func(c *config) {
+		for _, code := range codes {
+			if code < 100 || code > 599 {
+				c.fail("deadlinehttp.WithRetryStatuses", code, "an HTTP status code in 100..599")
+				return
+			}
+		}
+		c.retryStatus = statusSet(codes)
+	})
+}
+
+// WithHooks adds observer hooks to every call the transport makes. They are
+// composed after the policy's own hooks ([deadline.Policy.Hooks]), and both
+// run after any hooks the request's context carries ([deadline.WithHooks]).
+// A nil h adds nothing.
+func WithHooks(h *deadline.Hooks) Option {
+	return optionFunc(func(c *config) { c.hooks = deadline.Compose(c.hooks, h) })
+}
+
+// isToken reports whether s is an RFC 9110 token, the syntax of a field name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,47 @@
+package deadlinehttp
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// MaxDrain is the most of a discarded response body the [Transport] reads:
+// 64 KiB. A body read to its end lets the connection be reused; a longer one
+// is closed unread past this point (the connection is then closed, never
+// leaked). The bytes read are kept in [StatusError.Response].
+const MaxDrain = 64 << 10
+
+// StatusError is the error a [Transport] attempt ends with when the server
+// answers one of the retryable status codes ([WithRetryStatuses]) to a
+// request that may be retried. When the call stops on it (attempts
+// exhausted, a backoff or Retry-After that does not fit, the deadline),
+// RoundTrip returns a nil response and a [*deadline.StopError] whose last
+// error wraps the StatusError, so errors.As reaches both.
+//
+// Response keeps the status line and header of the last answer; its body
+// was drained and closed, and Response.Body now reads the bytes drained: the
+// whole body, or its first [MaxDrain] bytes when Truncated is true.
+type StatusError struct {
+	Response  *http.Response
+	Attempt   int  // the attempt that received the response, 1 for the first
+	Truncated bool // the body was longer than MaxDrain
+}
+
+// Error returns the status, e.g. "HTTP 503 Service Unavailable".
+func (e *StatusError) Error() string {
+	return "HTTP " + e.status()
+}
+
+// StatusCode returns the response's status code.
+func (e *StatusError) StatusCode() int { return e.Response.StatusCode }
+
+// ErrorType returns the status code as a string ("503"), the value the
+// OpenTelemetry semantic conventions give error.type for an HTTP status.
+func (e *StatusError) ErrorType() string { return strconv.Itoa(e.Response.StatusCode) }
+
+func (e *StatusError) status() string {
+	if e.Response.Status != "" {
+		return e.Response.Status
+	}
+	return strconv.Itoa(e.Response.StatusCode) + " " + http.StatusText(e.Response.StatusCode)
+}
