@@ -1,0 +1,91 @@
+package otelbudget
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// The attribute keys the observer sets. Every key of the project's own lives
+// under the one namespace "deadline."; durations are integers in
+// milliseconds, rounded to the nearest millisecond, with "_ms" in the name.
+// The semantic-conventions keys http.request.resend_count and error.type are
+// set as well (see docs/attributes.md for when each one is set).
+//
+// On the call span (one per logical call, kind INTERNAL, named by the step):
+const (
+	// AttrStep is the call's step name ([deadline.Policy.Name]), also on
+	// attempt spans and on every metric. "" when the policy has no name.
+	AttrStep = attribute.Key("deadline.step")
+	// AttrBudgetMs is the run's whole budget ([deadline.Deadline.Budget]).
+	AttrBudgetMs = attribute.Key("deadline.budget_ms")
+	// AttrRemainingAtStartMs is the budget left when the call started.
+	AttrRemainingAtStartMs = attribute.Key("deadline.remaining_at_start_ms")
+	// AttrCeilingMs is the policy's per-attempt ceiling; absent when the
+	// policy has none.
+	AttrCeilingMs = attribute.Key("deadline.ceiling_ms")
+	// AttrFloorMs is the policy's floor.
+	AttrFloorMs = attribute.Key("deadline.floor_ms")
+	// AttrMaxAttempts is the number of attempts the policy allows.
+	AttrMaxAttempts = attribute.Key("deadline.max_attempts")
+	// AttrRemainingMs is the budget left when the call ended; negative when
+	// it ended after the deadline.
+	AttrRemainingMs = attribute.Key("deadline.remaining_ms")
+	// AttrAttempts is the number of attempts started.
+	AttrAttempts = attribute.Key("deadline.attempts")
+	// AttrStopReason is why the call stopped ([deadline.Reason.String]).
+	AttrStopReason = attribute.Key("deadline.stop_reason")
+	// AttrVerdict is the call's [Verdict].
+	AttrVerdict = attribute.Key("deadline.verdict")
+	// AttrCeilingTimeouts counts attempts that ran their whole ceiling and
+	// were ended by it ([deadline.CallResult.CeilingTimeouts]).
+	AttrCeilingTimeouts = attribute.Key("deadline.ceiling_timeouts")
+	// AttrDeadlineCuts counts attempts ended by the shared deadline
+	// ([deadline.CallResult.DeadlineCuts]).
+	AttrDeadlineCuts = attribute.Key("deadline.deadline_cuts")
+)
+
+// On each attempt span (the observer's own INTERNAL span, or with
+// [Observer.ClientHooks] the client instrumentation's span):
+const (
+	// AttrAttemptNumber is the attempt's number, 1 for the first.
+	AttrAttemptNumber = attribute.Key("deadline.attempt.number")
+	// AttrAttemptCeilingMs is the configured ceiling; absent when none.
+	AttrAttemptCeilingMs = attribute.Key("deadline.attempt.ceiling_ms")
+	// AttrAttemptGrantedMs is the lease: min(ceiling, remaining - floor).
+	AttrAttemptGrantedMs = attribute.Key("deadline.attempt.granted_ms")
+	// AttrAttemptRemainingMs is the budget left when the attempt started.
+	AttrAttemptRemainingMs = attribute.Key("deadline.attempt.remaining_ms")
+	// AttrAttemptLimitedBy says which limit set the grant: "ceiling" or
+	// "deadline".
+	AttrAttemptLimitedBy = attribute.Key("deadline.attempt.limited_by")
+	// AttrAttemptEndedBy says what ended the attempt: "completed", "error",
+	// "attempt_timeout", "deadline", "canceled" or "panic".
+	AttrAttemptEndedBy = attribute.Key("deadline.attempt.ended_by")
+	// AttrAttemptRetryable is the classifier's answer for the attempt's
+	// error; set only when the attempt failed.
+	AttrAttemptRetryable = attribute.Key("deadline.attempt.retryable")
+	// AttrRetryAfterMs is the delay a server asked for (Retry-After),
+	// carried by the attempt's error; absent when none was asked.
+	AttrRetryAfterMs = attribute.Key("deadline.retry_after_ms")
+	// AttrBackoffDelayMs is the wait chosen after this failed attempt;
+	// set only when a retry was considered (the error was retryable and
+	// attempts remained).
+	AttrBackoffDelayMs = attribute.Key("deadline.backoff.delay_ms")
+	// AttrBackoffSource is where that wait came from: "policy" or
+	// "retry_after".
+	AttrBackoffSource = attribute.Key("deadline.backoff.source")
+	// AttrBackoffFits says whether the wait fitted in the budget; false means
+	// the call stopped instead of sleeping.
+	AttrBackoffFits = attribute.Key("deadline.backoff.fits")
+)
+
+// BackoffEventName is the name of the event added to the call span for every
+// backoff chosen, with the attempt number, delay, source, Retry-After asked
+// and whether it fitted.
+const BackoffEventName = "deadline.backoff"
+
+// ms converts d to whole milliseconds, rounded to the nearest.
+func ms(d time.Duration) int64 {
+	return d.Round(time.Millisecond).Milliseconds()
+}

@@ -1,0 +1,271 @@
+package otelbudget
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// Observer turns the [deadline.Hooks] of every call it observes into
+// OpenTelemetry spans and metrics: one span per logical call, one child span
+// per attempt, the budget attributes, and the [Verdict].
+//
+// An Observer is safe for concurrent use by any number of calls; build one
+// per application (or per provider pair) with [New] and share it. It keeps
+// no per-call state of its own: what a call needs travels in the contexts
+// the hooks return.
+type Observer struct {
+	tp      trace.TracerProvider
+	tracer  trace.Tracer
+	tracing bool // false with a no-op tracer: no span work at all
+	metrics bool // false with a no-op meter
+	inst    instruments
+	cache   caches
+	// internal is the call span's start option, built once.
+	internal []trace.SpanStartOption
+
+	hooks    *deadline.Hooks
+	client   *deadline.Hooks
+	clientTP *clientTracerProvider
+}
+
+// New returns an Observer whose tracer and meter come from the configured
+// providers (the global ones by default) under the instrumentation scope
+// [ScopeName] at [Version]. Instruments are created once, here.
+//
+// With a no-op TracerProvider (go.opentelemetry.io/otel/trace/noop) the
+// observer starts no span and allocates nothing for tracing; with a no-op
+// MeterProvider (go.opentelemetry.io/otel/metric/noop) it records nothing.
+func New(opts ...Option) *Observer {
+	c := newConfig(opts)
+	o := &Observer{tp: c.tp, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
+	o.tracer = c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version))
+	_, off := o.tracer.(tracenoop.Tracer)
+	o.tracing = !off
+	meter := c.mp.Meter(ScopeName, metric.WithInstrumentationVersion(version))
+	_, off = meter.(metricnoop.Meter)
+	o.metrics = !off
+	if o.metrics {
+		o.inst = newInstruments(meter)
+	}
+	o.clientTP = &clientTracerProvider{o: o}
+	o.hooks = o.newHooks(false)
+	o.client = o.newHooks(true)
+	return o
+}
+
+// Hooks returns the hooks that produce the observer's spans and metrics.
+// Install them on a policy ([deadline.Policy.Hooks]) or a context
+// ([deadline.WithHooks]); compose them with others with [deadline.Compose].
+// Every call returns the same value.
+//
+// CallStart starts the call span (kind INTERNAL, named by the step, or
+// "deadline.call" when the policy has no name). AttemptStart starts a child
+// span per attempt (kind INTERNAL, named "<step> attempt") and returns the
+// context that carries it, so whatever the operation starts is the
+// attempt's child. AttemptEnd records how the attempt ended; Backoff adds
+// the wait chosen after it to the failed attempt's span and an event to the
+// call span; CallEnd sets the call attributes and the verdict and ends the
+// call span. Every span started is ended, also when the operation panics.
+func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
+
+// ClientHooks returns hooks like [Observer.Hooks] but for operations whose
+// attempts are recorded by a client instrumentation that starts one span per
+// physical request (otelhttp, otelgrpc): AttemptStart starts no span; it
+// leaves the attempt in the context it returns, and the first span started
+// in that context by a tracer of [Observer.ClientTracerProvider] becomes the
+// attempt's span, carrying the attempt attributes and
+// http.request.resend_count as a child of the call span. An attempt that no
+// such span claims (the operation failed before its request was sent) gets
+// an INTERNAL "<step> attempt" span at AttemptEnd, so none is lost.
+//
+// Use both together; package otelbudgethttp does this for net/http.
+func (o *Observer) ClientHooks() *deadline.Hooks { return o.client }
+
+// ClientTracerProvider returns a TracerProvider to give the client
+// instrumentation used under [Observer.ClientHooks]. It wraps the observer's
+// own provider: spans started outside an attempt's context pass through
+// untouched. The span that claims an attempt is ended only once both its
+// instrumentation has ended it (the end timestamp is the one it asked for)
+// and the attempt's outcome attributes are set, whichever comes last; a
+// caller's cancellation does not set its status to Error.
+func (o *Observer) ClientTracerProvider() trace.TracerProvider { return o.clientTP }
+
+func (o *Observer) newHooks(client bool) *deadline.Hooks {
+	if !o.tracing && !o.metrics {
+		// Nothing to observe: empty hooks cost the engine nothing.
+		return &deadline.Hooks{}
+	}
+	h := &deadline.Hooks{
+		AttemptEnd: o.attemptEnd,
+		CallEnd:    o.callEnd,
+	}
+	if o.tracing {
+		h.CallStart = o.callStart
+		h.Backoff = o.backoff
+		if client {
+			h.AttemptStart = o.attemptStartClient
+		} else {
+			h.AttemptStart = o.attemptStart
+		}
+	}
+	return h
+}
+
+// callKey finds a call's state in the contexts the hooks return; it holds
+// the observer so that two observers composed on one call keep apart.
+type callKey struct{ o *Observer }
+
+// call is the state of one observed call, from CallStart to CallEnd.
+type call struct {
+	span trace.Span
+	cur  *attempt // the latest attempt, until its span is settled
+}
+
+func (o *Observer) callState(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{o}).(*call)
+	return c
+}
+
+func (o *Observer) callStart(ctx context.Context, c deadline.CallInfo) context.Context {
+	name := c.Name
+	if name == "" {
+		name = "deadline.call"
+	}
+	ctx, span := o.tracer.Start(ctx, name, o.internal...)
+	if !span.IsRecording() {
+		// Sampled out: the span still parents what follows (its context
+		// propagates), but no attempt span or attribute is worth building.
+		return ctx
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs,
+		AttrStep.String(c.Name),
+		AttrBudgetMs.Int64(ms(c.Budget)),
+		AttrRemainingAtStartMs.Int64(ms(c.Remaining)),
+		AttrFloorMs.Int64(ms(c.Floor)),
+		AttrMaxAttempts.Int(c.MaxAttempts),
+	)
+	if c.Ceiling > 0 {
+		attrs = append(attrs, AttrCeilingMs.Int64(ms(c.Ceiling)))
+	}
+	span.SetAttributes(attrs...)
+	return context.WithValue(ctx, callKey{o}, &call{span: span})
+}
+
+func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) context.Context {
+	c := o.callState(ctx)
+	if c == nil {
+		return nil
+	}
+	at := &attempt{o: o, info: a}
+	c.cur = at
+	ctx, at.span = o.tracer.Start(ctx, o.cache.attemptName(a.Name),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.Start),
+		trace.WithAttributes(at.startAttrs()...))
+	return ctx
+}
+
+// attemptKey finds a pending attempt in the context [Observer.ClientHooks]
+// returns.
+type attemptKey struct{ o *Observer }
+
+func (o *Observer) attemptStartClient(ctx context.Context, a deadline.AttemptInfo) context.Context {
+	c := o.callState(ctx)
+	if c == nil {
+		return nil
+	}
+	at := &attempt{o: o, info: a, client: true, parent: ctx}
+	c.cur = at
+	return context.WithValue(ctx, attemptKey{o}, at)
+}
+
+func (o *Observer) attemptEnd(ctx context.Context, a deadline.AttemptInfo, r deadline.AttemptResult) {
+	if o.metrics {
+		o.inst.attemptDuration.Record(ctx, r.Duration.Seconds(), o.cache.attemptOpts(attemptMetricKey{a.Name, r.EndedBy})...)
+	}
+	if !o.tracing {
+		return
+	}
+	if c := o.callState(ctx); c != nil && c.cur != nil && c.cur.info.Number == a.Number {
+		c.cur.finish(r)
+	}
+}
+
+func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
+	c := o.callState(ctx)
+	if c == nil {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs,
+		AttrAttemptNumber.Int(b.Attempt),
+		AttrBackoffDelayMs.Int64(ms(b.Delay)),
+		AttrBackoffSource.String(b.Source.String()),
+		AttrBackoffFits.Bool(b.Fits),
+	)
+	if b.Source == deadline.SourceRetryAfter {
+		attrs = append(attrs, AttrRetryAfterMs.Int64(ms(b.RetryAfter)))
+	}
+	c.span.AddEvent(BackoffEventName, trace.WithAttributes(attrs...))
+	if at := c.cur; at != nil && at.info.Number == b.Attempt {
+		at.backoff(b)
+	}
+}
+
+func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
+	v := VerdictOf(r)
+	if o.metrics {
+		opts := o.cache.callOpts(callMetricKey{r.Name, r.Reason, v})
+		o.inst.callDuration.Record(ctx, r.Duration.Seconds(), opts.rec...)
+		o.inst.attempts.Record(ctx, int64(r.Attempts), opts.rec...)
+		o.inst.slack.Record(ctx, max(r.Remaining, 0).Seconds(), opts.rec...)
+		if r.Reason == deadline.ReasonRefused {
+			o.inst.refusals.Add(ctx, 1, opts.add...)
+		}
+	}
+	if !o.tracing {
+		return
+	}
+	c := o.callState(ctx)
+	if c == nil {
+		return
+	}
+	if at := c.cur; at != nil {
+		at.settle()
+		c.cur = nil
+	}
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs,
+		AttrRemainingMs.Int64(ms(r.Remaining)),
+		AttrAttempts.Int(r.Attempts),
+		AttrStopReason.String(r.Reason.String()),
+		AttrVerdict.String(string(v)),
+		AttrCeilingTimeouts.Int(r.CeilingTimeouts),
+		AttrDeadlineCuts.Int(r.DeadlineCuts),
+	)
+	switch r.Reason {
+	case deadline.ReasonSuccess, deadline.ReasonCanceled:
+		// A result, or the caller's own choice: not an error.
+	case deadline.ReasonPanic:
+		attrs = append(attrs, semconv.ErrorTypeKey.String("panic"))
+		c.span.SetStatus(codes.Error, "panic")
+	default:
+		attrs = append(attrs, semconv.ErrorType(r.Err))
+		if r.Err != nil {
+			c.span.SetStatus(codes.Error, r.Err.Error())
+		} else {
+			c.span.SetStatus(codes.Error, r.Reason.String())
+		}
+	}
+	c.span.SetAttributes(attrs...)
+	c.span.End()
+}
