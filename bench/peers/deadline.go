@@ -1,0 +1,67 @@
+package peers
+
+import (
+	"context"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// Deadline is this project, package deadline:
+//
+//	d := deadline.New(c.Budget)  // or deadline.FromContext(ctx) when ctx has a deadline
+//	deadline.Do(ctx, d, deadline.Policy{
+//		MaxAttempts: c.MaxAttempts, AttemptTimeout: c.AttemptTimeout, Floor: c.Floor,
+//		Backoff: deadline.Backoff{Base: c.BackoffBase, Max: c.BackoffMax}, // full jitter
+//	}, op)
+//
+// Retryable failures are marked with deadline.Retryable and a server's delay
+// with deadline.RetryAfter; attempts ended by their own ceiling are retryable
+// by default.
+type Deadline struct{}
+
+// Name returns "deadline (this)".
+func (Deadline) Name() string { return "deadline (this)" }
+
+// Config describes the policy built from a Call.
+func (Deadline) Config() string {
+	return "deadline.Do with Policy{MaxAttempts, AttemptTimeout (a ceiling: lease = min(ceiling, remaining-floor)), Floor 20ms, " +
+		"Backoff{Base, Max} full jitter}; Deadline = deadline.FromContext(ctx) or deadline.New(Budget); Retry-After via deadline.RetryAfter"
+}
+
+// Policy returns the deadline.Policy built from c.
+func (Deadline) Policy(c Call) deadline.Policy {
+	return deadline.Policy{
+		Name: "bench", MaxAttempts: c.MaxAttempts, AttemptTimeout: c.AttemptTimeout, Floor: c.Floor,
+		Backoff: deadline.Backoff{Base: c.BackoffBase, Max: c.BackoffMax, Jitter: deadline.JitterFull},
+	}
+}
+
+// Do runs op under deadline.Do.
+func (a Deadline) Do(ctx context.Context, c Call, op Op) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	d, ok := deadline.FromContext(ctx)
+	if !ok || d.Remaining() > c.Budget {
+		d = deadline.New(c.Budget)
+	}
+	_, err := deadline.Do(ctx, d, a.Policy(c), func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+		return struct{}{}, markDeadline(op(ctx))
+	})
+	return err
+}
+
+// markDeadline translates the harness's classification into the project's
+// idiom.
+func markDeadline(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ra, ok := RetryAfterOf(err); ok {
+		err = deadline.RetryAfter(err, ra)
+	}
+	if Retryable(err) {
+		err = deadline.Retryable(err)
+	}
+	return err
+}
