@@ -1,0 +1,464 @@
+package deadlinehttp_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func client(s *server, opts ...deadlinehttp.Option) *http.Client {
+	return &http.Client{Transport: deadlinehttp.NewTransport(s.Client().Transport, opts...)}
+}
+
+// TestNonIdempotentSentOnce: a POST without Idempotency-Key reaches the
+// server once whether it answers 503 or resets the connection; the same
+// server receives a GET three times, so the method is what stopped it.
+func TestNonIdempotentSentOnce(t *testing.T) {
+	for _, failure := range []string{"503", "reset"} {
+		t.Run(failure, func(t *testing.T) {
+			s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if failure == "reset" {
+					hijackReset(t, w)
+					return
+				}
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			})
+			c := client(s, deadlinehttp.WithPolicy(fastPolicy(3)))
+
+			req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodPost, s.URL, strings.NewReader("order=1"))
+			require.NoError(t, err)
+			resp, err := c.Do(req)
+			require.Len(t, s.all(), 1, "POST without Idempotency-Key must be sent exactly once")
+			if failure == "503" {
+				// Not retried, so the 503 comes back as a response.
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+				assert.Equal(t, "busy\n", string(body))
+			} else {
+				require.Error(t, err)
+				stop, ok := errors.AsType[*deadline.StopError](err)
+				require.True(t, ok, "%v", err)
+				assert.Equal(t, deadline.ReasonNotRetryable, stop.Reason)
+				assert.Equal(t, 1, stop.Attempts)
+			}
+
+			get, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+			require.NoError(t, err)
+			_, err = c.Do(get)
+			require.Error(t, err)
+			stop, ok := errors.AsType[*deadline.StopError](err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
+			assert.Len(t, s.all(), 4, "the GET is retried: 1 POST + 3 GETs")
+			assert.True(t, deadline.IsRetryable(stop.Last), "last error %v", stop.Last)
+			if failure == "reset" {
+				assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF), "%v", err)
+			}
+		})
+	}
+}
+
+// TestIdempotencyKeyRetriedWithSameKeyAndBody: with a key, a POST is
+// retried after a 503 and after a reset, and every attempt carries the same
+// key and byte-identical body.
+func TestIdempotencyKeyRetriedWithSameKeyAndBody(t *testing.T) {
+	for _, failure := range []string{"503", "reset"} {
+		t.Run(failure, func(t *testing.T) {
+			s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				switch {
+				case n < 3 && failure == "reset":
+					hijackReset(t, w)
+				case n < 3:
+					w.WriteHeader(http.StatusServiceUnavailable)
+				default:
+					io.WriteString(w, "created")
+				}
+			})
+			payload := []byte(`{"job":"render","pages":[1,2,3]}`)
+			req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodPost, s.URL, bytes.NewReader(payload))
+			require.NoError(t, err)
+			req.Header.Set("Idempotency-Key", "k-7f3a")
+
+			resp, err := client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, "created", string(body))
+
+			got := s.all()
+			require.Len(t, got, 3)
+			for i, r := range got {
+				assert.Equal(t, http.MethodPost, r.Method, "attempt %d", i+1)
+				assert.Equal(t, "k-7f3a", r.Key, "attempt %d", i+1)
+				assert.Equal(t, payload, r.Body, "attempt %d", i+1)
+			}
+		})
+	}
+}
+
+// TestPUTBodyReplayedByteIdentical: a PUT's body is sent again from GetBody
+// on each attempt, byte for byte; a PUT whose body cannot be replayed is
+// sent once.
+func TestPUTBodyReplayedByteIdentical(t *testing.T) {
+	payload := make([]byte, 100<<10)
+	rand.Read(payload)
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n < 3 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	c := client(s, deadlinehttp.WithPolicy(fastPolicy(3)))
+
+	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodPut, s.URL, bytes.NewReader(payload))
+	require.NoError(t, err)
+	require.NotNil(t, req.GetBody)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	got := s.all()
+	require.Len(t, got, 3)
+	for i, r := range got {
+		assert.True(t, bytes.Equal(payload, r.Body), "attempt %d body differs (%d bytes)", i+1, len(r.Body))
+	}
+
+	// The same PUT with a body that has no GetBody: sent once, the 502 is
+	// returned as it is.
+	s2 := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) })
+	req, err = http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodPut, s2.URL, io.NopCloser(bytes.NewReader(payload)))
+	require.NoError(t, err)
+	require.Nil(t, req.GetBody)
+	resp, err = client(s2, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	require.Len(t, s2.all(), 1)
+	assert.True(t, bytes.Equal(payload, s2.all()[0].Body))
+}
+
+// TestExhaustedOnStatusKeepsResponseInError: when retries run out on a
+// retryable status the caller gets no response but a StopError whose last
+// error is a StatusError holding the last answer's status, header and body.
+func TestExhaustedOnStatusKeepsResponseInError(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Attempt", strconv.Itoa(n))
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "overloaded #"+strconv.Itoa(n))
+	})
+	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+	require.NoError(t, err)
+	resp, err := client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+
+	_, isURL := errors.AsType[*url.Error](err)
+	assert.True(t, isURL, "http.Client wraps the transport's error")
+	assert.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
+	stop, ok := errors.AsType[*deadline.StopError](err)
+	require.True(t, ok)
+	assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
+	assert.Equal(t, 3, stop.Attempts)
+	se, ok := errors.AsType[*deadlinehttp.StatusError](err)
+	require.True(t, ok)
+	assert.Equal(t, 500, se.StatusCode())
+	assert.Equal(t, "500", se.ErrorType())
+	assert.Equal(t, 3, se.Attempt)
+	assert.Equal(t, "3", se.Response.Header.Get("X-Attempt"))
+	assert.False(t, se.Truncated)
+	body, err := io.ReadAll(se.Response.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "overloaded #3", string(body))
+	assert.Contains(t, stop.Error(), "HTTP 500 Internal Server Error")
+}
+
+// TestStatusesNotRetried: a status outside the retryable set, and a 504
+// that refused the budget, come back as responses after one request.
+func TestStatusesNotRetried(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		header string
+		opts   []deadlinehttp.Option
+	}{
+		{"404", http.StatusNotFound, "", nil},
+		{"500 outside a custom set", http.StatusInternalServerError, "", []deadlinehttp.Option{deadlinehttp.WithRetryStatuses(503)}},
+		{"504 refused by the budget floor", http.StatusGatewayTimeout, "budget-ms=5, floor-ms=20", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if tc.header != "" {
+					w.Header().Set(deadlinehttp.RefusedHeader, tc.header)
+				}
+				w.WriteHeader(tc.status)
+				io.WriteString(w, "answer")
+			})
+			opts := append([]deadlinehttp.Option{deadlinehttp.WithPolicy(fastPolicy(3))}, tc.opts...)
+			req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+			require.NoError(t, err)
+			resp, err := client(s, opts...).Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tc.status, resp.StatusCode)
+			assert.Equal(t, "answer", string(body))
+			assert.Len(t, s.all(), 1)
+		})
+	}
+}
+
+// TestDiscardedBodiesDrainedAndClosed: retried responses are drained and
+// closed, so all attempts reuse one connection, and none is left open once
+// the idle ones are closed. A body longer than MaxDrain is closed unread
+// past it: its connection is closed, not leaked.
+func TestDiscardedBodiesDrainedAndClosed(t *testing.T) {
+	cases := []struct {
+		name       string
+		bodyLen    int
+		wantOpened int
+	}{
+		{"short bodies reuse one connection", 4 << 10, 1},
+		{"bodies over MaxDrain close theirs", deadlinehttp.MaxDrain + 1<<10, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			filler := strings.Repeat("x", tc.bodyLen)
+			s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if n < 3 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					io.WriteString(w, filler)
+					return
+				}
+				io.WriteString(w, "ok")
+			})
+			tr := deadlinehttp.NewTransport(s.Client().Transport, deadlinehttp.WithPolicy(fastPolicy(3)))
+			req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, "ok", string(body))
+			require.Len(t, s.all(), 3)
+
+			opened, _ := s.conns()
+			assert.Equal(t, tc.wantOpened, opened, "connections accepted for 3 attempts")
+			tr.CloseIdleConnections()
+			s.waitAllClosed(t)
+		})
+	}
+}
+
+// TestTruncatedStatusBody: the StatusError of a long discarded body keeps
+// its first MaxDrain bytes and says it was truncated.
+func TestTruncatedStatusBody(t *testing.T) {
+	long := strings.Repeat("y", deadlinehttp.MaxDrain+100)
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, long)
+	})
+	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+	require.NoError(t, err)
+	_, err = client(s, deadlinehttp.WithPolicy(fastPolicy(1))).Do(req)
+	se, ok := errors.AsType[*deadlinehttp.StatusError](err)
+	require.True(t, ok, "%v", err)
+	assert.True(t, se.Truncated)
+	b, _ := io.ReadAll(se.Response.Body)
+	assert.Equal(t, long[:deadlinehttp.MaxDrain], string(b))
+	s.waitAllClosed(t)
+}
+
+// TestResponseBodyOutlivesAttempt: the body returned to the caller is read
+// after deadline.Do has released the attempt, and still arrives whole.
+func TestResponseBodyOutlivesAttempt(t *testing.T) {
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 4<<10) // 64 KiB
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		for range 16 {
+			w.Write(chunk)
+			http.NewResponseController(w).Flush()
+		}
+	})
+	req, err := http.NewRequestWithContext(budgetCtx(10*time.Second), http.MethodGet, s.URL, nil)
+	require.NoError(t, err)
+	resp, err := client(s).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Repeat(chunk, 16), got)
+}
+
+// TestBodyReadEndsWithCallerOrLease: reading a returned body still obeys the
+// caller's cancellation and the attempt's lease.
+func TestBodyReadEndsWithCallerOrLease(t *testing.T) {
+	stalled := func(n int, w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "head")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // until the client goes away
+	}
+	t.Run("caller cancels", func(t *testing.T) {
+		s := newServer(t, stalled)
+		ctx, cancel := context.WithCancel(budgetCtx(time.Minute))
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+		require.NoError(t, err)
+		resp, err := client(s).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(resp.Body, buf)
+		require.NoError(t, err)
+		cancel()
+		_, err = io.ReadAll(resp.Body)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+	t.Run("lease ends", func(t *testing.T) {
+		s := newServer(t, stalled)
+		req, err := http.NewRequestWithContext(budgetCtx(300*time.Millisecond), http.MethodGet, s.URL, nil)
+		require.NoError(t, err)
+		resp, err := client(s).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, deadline.ErrDeadlineReached, "the cause says the shared deadline ended it")
+	})
+}
+
+// TestRetryAfterTooLongOneRequest: on loopback, a Retry-After longer than
+// the budget stops the call after the server's one request.
+func TestRetryAfterTooLongOneRequest(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	require.NoError(t, err)
+	_, err = client(s).Do(req)
+	stop, ok := errors.AsType[*deadline.StopError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
+	assert.Equal(t, 3*time.Second, stop.Wait)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Len(t, s.all(), 1)
+}
+
+// TestBudgetHeaderOnEachAttempt: on loopback every attempt carries the
+// header, each no larger than the budget and smaller than the one before.
+func TestBudgetHeaderOnEachAttempt(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	req, err := http.NewRequestWithContext(budgetCtx(3*time.Second), http.MethodGet, s.URL, nil)
+	require.NoError(t, err)
+	_, err = client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
+	require.Error(t, err)
+	got := s.all()
+	require.Len(t, got, 3)
+	prev := 3 * time.Second
+	for i, r := range got {
+		d, ok := deadlinehttp.ParseBudget(r.Budget)
+		require.True(t, ok, "attempt %d header %q", i+1, r.Budget)
+		assert.Less(t, d, prev, "attempt %d", i+1)
+		prev = d
+	}
+}
+
+// TestHeaderName: WithHeader renames the header or, with "", stops sending
+// it.
+func TestHeaderName(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Got-Default", r.Header.Get(deadlinehttp.DefaultHeader))
+		w.Header().Set("Got-Custom", r.Header.Get("X-Budget"))
+	})
+	get := func(opts ...deadlinehttp.Option) http.Header {
+		req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
+		require.NoError(t, err)
+		resp, err := client(s, opts...).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.Header
+	}
+	h := get()
+	assert.NotEmpty(t, h.Get("Got-Default"))
+	h = get(deadlinehttp.WithHeader("X-Budget"))
+	assert.Empty(t, h.Get("Got-Default"))
+	assert.NotEmpty(t, h.Get("Got-Custom"))
+	h = get(deadlinehttp.WithHeader(""))
+	assert.Empty(t, h.Get("Got-Default"))
+	assert.Empty(t, h.Get("Got-Custom"))
+}
+
+// closeRecorder is a request body that records Close.
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// TestInvalidOptions: an invalid option makes RoundTrip return a
+// PolicyError naming it, sends nothing, and closes the request body.
+func TestInvalidOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		opt   deadlinehttp.Option
+		field string
+	}{
+		{"default budget", deadlinehttp.WithDefaultBudget(-time.Second), "deadlinehttp.WithDefaultBudget"},
+		{"header", deadlinehttp.WithHeader("Bad Header"), "deadlinehttp.WithHeader"},
+		{"status", deadlinehttp.WithRetryStatuses(503, 42), "deadlinehttp.WithRetryStatuses"},
+		{"policy", deadlinehttp.WithPolicy(deadline.Policy{}), "Policy.MaxAttempts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+			body := &closeRecorder{Reader: strings.NewReader("x")}
+			req, err := http.NewRequestWithContext(budgetCtx(time.Second), http.MethodPost, s.URL, body)
+			require.NoError(t, err)
+			resp, err := deadlinehttp.NewTransport(s.Client().Transport, tc.opt).RoundTrip(req)
+			assert.Nil(t, resp)
+			require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+			pe, ok := errors.AsType[*deadline.PolicyError](err)
+			require.True(t, ok)
+			assert.Equal(t, tc.field, pe.Field)
+			assert.True(t, body.closed, "the request body is closed")
+			assert.Empty(t, s.all())
+		})
+	}
+}
+
+// TestRefusedBeforeSending: a request whose deadline is already at the
+// floor is refused without dialing, and its body is closed.
+func TestRefusedBeforeSending(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+	body := &closeRecorder{Reader: strings.NewReader("x")}
+	req, err := http.NewRequestWithContext(budgetCtx(10*time.Millisecond), http.MethodPut, s.URL, body)
+	require.NoError(t, err)
+	_, err = deadlinehttp.NewTransport(s.Client().Transport).RoundTrip(req)
+	assert.ErrorIs(t, err, deadline.ErrRefused)
+	assert.True(t, body.closed)
+	assert.Empty(t, s.all())
+	opened, _ := s.conns()
+	assert.Zero(t, opened, "no connection was dialed")
+}
