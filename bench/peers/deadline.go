@@ -2,8 +2,10 @@ package peers
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 )
 
 // Deadline is this project, package deadline:
@@ -64,4 +66,36 @@ func markDeadline(err error) error {
 		err = deadline.Retryable(err)
 	}
 	return err
+}
+
+// DeadlineHTTP is this project's HTTP client, package deadlinehttp: a
+// Transport that runs each request under deadline.Do with the same Policy as
+// [Deadline], finds the run's deadline in the request's context (mode ctx)
+// or gives the request the library's own budget (mode lib), honours
+// Retry-After and retries only idempotent requests:
+//
+//	client := &http.Client{Transport: deadlinehttp.NewTransport(base,
+//		deadlinehttp.WithPolicy(policy), deadlinehttp.WithDefaultBudget(c.Budget))}
+type DeadlineHTTP struct{}
+
+// Name returns the project's name.
+func (DeadlineHTTP) Name() string { return Deadline{}.Name() }
+
+// Config describes the transport built from a Call.
+func (DeadlineHTTP) Config() string {
+	return "deadlinehttp.NewTransport(base, WithPolicy(the Policy above), WithDefaultBudget(Budget)); the deadline from the request's context"
+}
+
+// Send sends the request through a deadlinehttp.Transport.
+func (DeadlineHTTP) Send(ctx context.Context, c Call, base http.RoundTripper, method, url string, body []byte) (int, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	tr := deadlinehttp.NewTransport(base, deadlinehttp.WithPolicy(Deadline{}.Policy(c)), deadlinehttp.WithDefaultBudget(c.Budget))
+	req, err := http.NewRequestWithContext(ctx, method, url, bodyOf(body))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	return drain(resp), err
 }

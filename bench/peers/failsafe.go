@@ -3,9 +3,11 @@ package peers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/failsafe-go/failsafe-go/timeout"
 )
@@ -59,4 +61,48 @@ func (Failsafe) Do(ctx context.Context, c Call, op Op) error {
 		WithContext(ctx).
 		GetWithExecution(func(e failsafe.Execution[any]) (any, error) { return nil, op(e.Context()) })
 	return err
+}
+
+// FailsafeHTTP is failsafe-go's failsafehttp round tripper with the policy
+// its NewRetryPolicyBuilder recommends for HTTP (retries 429, 5xx but 501,
+// and transport errors; Retry-After of a 429 or 503 as the delay), composed
+// with the same outer and inner Timeouts as [Failsafe]:
+//
+//	rp := failsafehttp.NewRetryPolicyBuilder().
+//		WithMaxAttempts(c.MaxAttempts).WithMaxDuration(c.Budget).
+//		WithBackoff(c.BackoffBase, c.BackoffMax).WithJitterFactor(0.25).
+//		ReturnLastFailure().Build()
+//	client := &http.Client{Transport: failsafehttp.NewRoundTripper(base,
+//		timeout.New[*http.Response](c.Budget), rp, timeout.New[*http.Response](c.AttemptTimeout))}
+type FailsafeHTTP struct{}
+
+// Name returns "failsafe-go".
+func (FailsafeHTTP) Name() string { return Failsafe{}.Name() }
+
+// Config describes the round tripper built from a Call.
+func (FailsafeHTTP) Config() string {
+	return "failsafehttp.NewRoundTripper(base, timeout(Budget), failsafehttp.NewRetryPolicyBuilder(){MaxAttempts, MaxDuration(Budget), " +
+		"Backoff(Base, Max), JitterFactor 0.25, ReturnLastFailure}, timeout(AttemptTimeout))"
+}
+
+// Send sends the request through the failsafehttp round tripper.
+func (FailsafeHTTP) Send(ctx context.Context, c Call, base http.RoundTripper, method, url string, body []byte) (int, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	rp := failsafehttp.NewRetryPolicyBuilder().
+		WithMaxAttempts(c.MaxAttempts).
+		WithMaxDuration(c.Budget).
+		WithBackoff(c.BackoffBase, c.BackoffMax).
+		WithJitterFactor(0.25).
+		ReturnLastFailure().
+		Build()
+	client := &http.Client{Transport: failsafehttp.NewRoundTripper(base,
+		timeout.New[*http.Response](c.Budget), rp, timeout.New[*http.Response](c.AttemptTimeout))}
+	req, err := http.NewRequestWithContext(ctx, method, url, bodyOf(body))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	return drain(resp), err
 }

@@ -134,3 +134,5 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 func All() []Retrier {
 	return []Retrier{Deadline{}, Failsafe{}, Cenkalti{}, Avast{}, Sethvargo{}, Baseline{}}
 }
+
+func secondsToDuration(n int) time.Duration { return time.Duration(n) * time.Second }
