@@ -1,0 +1,135 @@
+// Command tracedemo runs the source article's agent plan (search, fetch,
+// extract) for real: against provider HTTP servers it starts on 127.0.0.1,
+// under one deadline budget, with every call and attempt traced by
+// OpenTelemetry and exported to stdout or to an OTLP collector.
+//
+// After the run it prints a waterfall (each attempt's granted lease against
+// the time it used, the backoff waits and the refusals, on one time axis
+// spanning the budget), each step's verdict and stop reason, and a one-line
+// summary. It exits 0 when the scenario behaved as designed, 1 with a message
+// when it did not, 2 on bad flags.
+//
+// Usage:
+//
+//	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
+//	    [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
+//
+// Scenarios:
+//
+//   - ok: the article's run. fetch's first request hangs until its 100ms
+//     lease ends; the retry succeeds. Every verdict is ok.
+//   - tight (280ms): extract's lease is cut by the deadline, which then ends
+//     it: deadline_too_small.
+//   - slow: the fetch provider takes 150ms against a 100ms ceiling, three
+//     times: operation_too_slow.
+//   - ratelimited (3s): search answers 429 with Retry-After: 1, which fits,
+//     then Retry-After: 5, which does not: throttled. Retry-After counts
+//     whole seconds, hence the larger default budget.
+//   - flaky: 503s, then success; the POST is retried because it carries an
+//     Idempotency-Key. Every verdict is ok.
+//   - refused (10ms): below the 20ms floor, search is refused before
+//     dialing; no provider sees a request.
+//
+// Export: stdout by default. -exporter otlp, or OTEL_TRACES_EXPORTER=otlp,
+// sends the spans with the OTLP exporter that contrib autoexport builds from
+// the standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or grpc, OTEL_SERVICE_NAME, …).
+// The export is bounded by -export-timeout: an unreachable collector costs
+// one line on stderr and at most that long.
+//
+// The waterfall is coloured only when stdout is a terminal and NO_COLOR is
+// unset.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+// config is what the flags and the environment ask for.
+type config struct {
+	scenario      string
+	seed          uint64
+	budget        time.Duration // 0: the scenario's own
+	exporter      string        // exporterAuto, exporterStdout, exporterOTLP, exporterNone
+	waterfall     bool
+	color         bool
+	exportTimeout time.Duration
+	getenv        func(string) string
+}
+
+// defaultConfig returns the configuration of a plain `go run`.
+func defaultConfig() config {
+	return config{
+		scenario: "ok", seed: defaultSeed, waterfall: true,
+		exportTimeout: 3 * time.Second, getenv: func(string) string { return "" },
+	}
+}
+
+// parseFlags reads args (without the program name) into a config.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	cfg := defaultConfig()
+	cfg.getenv = getenv
+	fs := flag.NewFlagSet("tracedemo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.scenario, "scenario", cfg.scenario, "what the providers do: "+strings.Join(scenarioNames(), ", "))
+	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
+	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's, 1s for most; tight 280ms, ratelimited 3s, refused 10ms)")
+	fs.StringVar(&cfg.exporter, "exporter", "", "where spans go: stdout, otlp or none (default: stdout, or autoexport when OTEL_TRACES_EXPORTER is set)")
+	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
+	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans may take at the end")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
+	}
+	if _, err := findScenario(cfg.scenario); err != nil {
+		return cfg, err
+	}
+	switch cfg.exporter {
+	case exporterAuto, exporterStdout, exporterOTLP, exporterNone:
+	default:
+		return cfg, fmt.Errorf("-exporter %q: want stdout, otlp or none", cfg.exporter)
+	}
+	if cfg.budget < 0 {
+		return cfg, fmt.Errorf("-budget %s: want a positive duration such as 1s or 300ms", cfg.budget)
+	}
+	if cfg.exportTimeout <= 0 {
+		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 3s", cfg.exportTimeout)
+	}
+	return cfg, nil
+}
+
+// isTerminal reports whether f is a character device (a terminal), without
+// a dependency for it.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "tracedemo:", err)
+		}
+		os.Exit(2)
+	}
+	// no-color.org: a NO_COLOR that is present and not empty disables colour.
+	cfg.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err = run(ctx, cfg, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tracedemo:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/otelbudget"
+)
+
+// tracerName is the instrumentation scope of the demo's own root span.
+const tracerName = "github.com/deadlinebudget/budget/examples/tracedemo"
+
+// closeTimeout bounds stopping the provider servers: every handler has
+// already returned or is about to, its lease ended.
+const closeTimeout = 5 * time.Second
+
+// run runs cfg's scenario: it starts the providers, runs the agent plan
+// under one budget, exports the spans, prints the waterfall and the summary
+// to stdout, and checks that the scenario behaved as designed. It returns
+// nil when it did, and an error that says what differed otherwise. Export
+// problems are reported on stderr in one line and do not fail the run.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	sc, err := findScenario(cfg.scenario)
+	if err != nil {
+		return err
+	}
+	budget := sc.budget
+	if cfg.budget > 0 {
+		budget = cfg.budget
+	}
+	getenv := cfg.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+
+	exp, where, err := newSpanExporter(ctx, cfg.exporter, stdout, getenv)
+	if err != nil {
+		return err
+	}
+	res, err := newResource(ctx)
+	if err != nil {
+		return fmt.Errorf("resource: %w", err)
+	}
+	buf := &spanBuffer{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(buf), sdktrace.WithResource(res))
+
+	ps := newProviders(sc)
+	if err := ps.serve(tp); err != nil {
+		return errors.Join(err, ps.close(ctx))
+	}
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = nil // the providers are on loopback: never through a proxy
+	rec, planErr := play(ctx, sc, cfg.seed, budget, tp, base, ps.urls)
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	closeErr := ps.close(cctx)
+	cancel()
+	_ = tp.Shutdown(ctx) // ends nothing new: every span has ended; WithSyncer hands them to buf
+	if exp != nil {
+		if n, err := buf.flush(ctx, exp, cfg.exportTimeout); err != nil {
+			fmt.Fprintf(stderr, "tracedemo: %d spans not exported (%s): %s (the run itself is unaffected)\n", n, where, oneLine(err))
+		}
+	}
+
+	if cfg.waterfall {
+		fmt.Fprintln(stdout)
+		if err := writeWaterfall(stdout, rec, cfg.color); err != nil {
+			return err
+		}
+	}
+	if err := writeSummary(stdout, rec, cfg.color); err != nil {
+		return err
+	}
+	if closeErr != nil {
+		return fmt.Errorf("stopping the providers: %w", closeErr)
+	}
+	if err := check(sc, rec, ps); err != nil {
+		if planErr != nil {
+			err = fmt.Errorf("%w (the plan stopped with: %v)", err, planErr)
+		}
+		return fmt.Errorf("scenario %s did not behave as designed: %w", sc.name, err)
+	}
+	return nil
+}
+
+// play runs the agent plan once under a new deadline of budget against the
+// providers at urls, sending with base, and returns what the budget did and
+// the error that stopped the plan, if any. Tests call it with an in-memory
+// base transport inside a synctest bubble.
+func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, base http.RoundTripper, urls map[string]string) (runRecord, error) {
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
+	rng := mrand.New(mrand.NewPCG(seed, seed))
+	key := rand.Text() // one Idempotency-Key for the one logical extract call
+
+	d := deadline.New(budget)
+	rec := newRecorder(sc, seed, d)
+	ctx, root := tp.Tracer(tracerName).Start(ctx, "agent run", trace.WithAttributes(
+		attribute.String("tracedemo.scenario", sc.name),
+		attribute.Int64("tracedemo.seed", int64(seed)),
+		otelbudget.AttrBudgetMs.Int64(budget.Milliseconds()),
+	))
+	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), rec.hooks())
+
+	var planErr error
+	for _, s := range agentPlan() {
+		client := &http.Client{Transport: stepTransport(base, obs, policyFor(s, rng))}
+		if err := callStep(ctx, client, urls[s.name], s, key); err != nil {
+			planErr = err
+			break
+		}
+	}
+	if planErr != nil {
+		root.SetAttributes(attribute.String("tracedemo.stopped_at", planErr.Error()))
+	}
+	root.End()
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return rec.finish(d), planErr
+}
+
+// policyFor returns the article's policy for step s: its ceiling and
+// attempts, the 20ms floor, full-jitter backoff from 50ms to 400ms drawn
+// from the run's seeded source.
+func policyFor(s step, rng *mrand.Rand) deadline.Policy {
+	return deadline.Policy{
+		Name: s.name, MaxAttempts: s.attempts, AttemptTimeout: s.ceiling, Floor: floor,
+		Backoff: deadline.Backoff{Base: backoffBase, Max: backoffMax, Jitter: deadline.JitterFull},
+		Rand:    rng.Int64N,
+	}
+}
+
+// stepTransport composes the HTTP client of one step: the budget transport
+// runs each request under p, and every physical attempt goes through otelhttp,
+// whose CLIENT span becomes the attempt's span (children of the step's call
+// span) and injects the W3C trace context for the provider.
+func stepTransport(base http.RoundTripper, obs *otelbudget.Observer, p deadline.Policy) http.RoundTripper {
+	traced := otelhttp.NewTransport(base,
+		otelhttp.WithTracerProvider(obs.ClientTracerProvider()),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+	)
+	return deadlinehttp.NewTransport(traced, deadlinehttp.WithPolicy(p), deadlinehttp.WithHooks(obs.ClientHooks()))
+}
+
+// callStep sends step s to the provider at url and reads the answer. A
+// response that is not 200 fails the step, as does any error from the
+// budget transport (a *deadline.StopError inside the client's *url.Error).
+func callStep(ctx context.Context, client *http.Client, url string, s step, key string) error {
+	var body io.Reader
+	if s.body != "" {
+		body = strings.NewReader(s.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, s.method, url+s.path, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if s.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key) // makes the POST safe to retry
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return fmt.Errorf("%s: reading the answer: %w", s.name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", s.name, resp.Status)
+	}
+	return nil
+}
+
+// check compares what happened with what sc declares, step by step, and
+// says every difference.
+func check(sc scenario, rec runRecord, ps *providers) error {
+	var diffs []string
+	for i, w := range sc.want {
+		if i >= len(rec.Calls) {
+			diffs = append(diffs, fmt.Sprintf("%s: did not run", w.step))
+			continue
+		}
+		c := rec.Calls[i]
+		if c.Name != w.step {
+			diffs = append(diffs, fmt.Sprintf("call %d: %s ran, want %s", i+1, c.Name, w.step))
+			continue
+		}
+		if c.Verdict != w.verdict {
+			diffs = append(diffs, fmt.Sprintf("%s: verdict %s, want %s", c.Name, c.Verdict, w.verdict))
+		}
+		if c.Reason != w.reason {
+			diffs = append(diffs, fmt.Sprintf("%s: stopped with %s, want %s", c.Name, c.Reason, w.reason))
+		}
+		if c.Started != w.attempts {
+			diffs = append(diffs, fmt.Sprintf("%s: %s, want %d", c.Name, plural(c.Started, "attempt"), w.attempts))
+		}
+	}
+	for _, c := range rec.Calls[min(len(sc.want), len(rec.Calls)):] {
+		diffs = append(diffs, fmt.Sprintf("%s: ran, but the scenario stops before it", c.Name))
+	}
+	wantRequests := map[string]int{}
+	for _, w := range sc.want {
+		wantRequests[w.step] = w.requests
+	}
+	for _, s := range agentPlan() {
+		seen := ps.byStep[s.name].requests()
+		if got := len(seen); got != wantRequests[s.name] {
+			diffs = append(diffs, fmt.Sprintf("%s: the provider received %s, want %d", s.name, plural(got, "request"), wantRequests[s.name]))
+		}
+		if s.body == "" {
+			continue
+		}
+		for _, r := range seen {
+			if r.IdempotencyKey == "" || r.IdempotencyKey != seen[0].IdempotencyKey {
+				diffs = append(diffs, fmt.Sprintf("%s: the provider received Idempotency-Keys %q and %q: every attempt of one call must carry the same key", s.name, seen[0].IdempotencyKey, r.IdempotencyKey))
+				break
+			}
+		}
+	}
+	if len(diffs) > 0 {
+		return errors.New(strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
+// oneLine joins the lines of err's message, so that it prints as one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+)
+
+// serverMaxBudget is the most a provider grants a request, whatever the
+// client's header says: a client can never buy a server more time than it
+// allows.
+const serverMaxBudget = 5 * time.Second
+
+// provider is one of the "web capabilities" the agent calls, played by a
+// handler that follows its scenario's script. It counts the requests it
+// receives and remembers what they carried.
+type provider struct {
+	name   string
+	script script
+
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+// seenRequest is what a provider saw of one request.
+type seenRequest struct {
+	Budget         time.Duration // the budget header's value, 0 if none
+	IdempotencyKey string
+	TraceParent    string
+}
+
+// requests returns what the provider saw, in order.
+func (p *provider) requests() []seenRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]seenRequest(nil), p.seen...)
+}
+
+// ServeHTTP plays the provider's reply to this request. It runs inside the
+// budget middleware, so the request's context ends when the budget the
+// client granted runs out: a hanging reply waits exactly that long.
+func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	budget, _ := deadlinehttp.ParseBudget(r.Header.Get(deadlinehttp.DefaultHeader))
+	p.mu.Lock()
+	p.seen = append(p.seen, seenRequest{
+		Budget: budget, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		TraceParent: r.Header.Get("Traceparent"),
+	})
+	n := len(p.seen)
+	p.mu.Unlock()
+
+	ctx := r.Context()
+	_, _ = io.Copy(io.Discard, r.Body)
+	rep := p.script.at(n)
+	if rep.hang {
+		<-ctx.Done()
+		return
+	}
+	if rep.work > 0 {
+		t := time.NewTimer(rep.work)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			// The lease ran out: nobody is waiting for the answer.
+			return
+		}
+	}
+	if rep.status != 0 && rep.status != http.StatusOK {
+		if rep.retryAfter != "" {
+			w.Header().Set("Retry-After", rep.retryAfter)
+		}
+		http.Error(w, http.StatusText(rep.status), rep.status)
+		return
+	}
+	left := "none"
+	if d, ok := deadline.FromContext(ctx); ok {
+		left = strconv.FormatInt(d.Remaining().Milliseconds(), 10)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"provider":%q,"request":%d,"budget_left_ms":%q}`+"\n", p.name, n, left)
+}
+
+// handler returns the provider wrapped as it is served: the otelhttp server
+// span outermost (it extracts the W3C trace context, so the server span
+// joins the client's trace), then the budget middleware, which turns the
+// inbound budget header into the request's deadline.
+func (p *provider) handler(tp trace.TracerProvider) http.Handler {
+	budgeted := deadlinehttp.NewHandler(p, deadlinehttp.WithMaxBudget(serverMaxBudget))
+	return otelhttp.NewHandler(budgeted, p.name,
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+	)
+}
+
+// providers are the loopback servers of one run, one per step.
+type providers struct {
+	byStep  map[string]*provider
+	urls    map[string]string
+	servers []*http.Server
+	wg      sync.WaitGroup // the Serve goroutines
+
+	mu       sync.Mutex
+	serveErr []error // what Serve returned other than ErrServerClosed
+}
+
+// newProviders builds the providers of scenario sc, not yet serving.
+func newProviders(sc scenario) *providers {
+	ps := &providers{byStep: map[string]*provider{}, urls: map[string]string{}}
+	for _, s := range agentPlan() {
+		ps.byStep[s.name] = &provider{name: s.name, script: sc.script(s.name)}
+	}
+	return ps
+}
+
+// serve starts one HTTP server per provider on an ephemeral port of
+// 127.0.0.1. Call close to stop them.
+func (ps *providers) serve(tp trace.TracerProvider) error {
+	for _, s := range agentPlan() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("listen on 127.0.0.1 for the %s provider: %w", s.name, err)
+		}
+		srv := &http.Server{
+			Handler:           ps.byStep[s.name].handler(tp),
+			ReadHeaderTimeout: 5 * time.Second,
+		}
+		ps.servers = append(ps.servers, srv)
+		ps.urls[s.name] = "http://" + ln.Addr().String()
+		ps.wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				ps.mu.Lock()
+				ps.serveErr = append(ps.serveErr, fmt.Errorf("the %s provider stopped serving: %w", s.name, err))
+				ps.mu.Unlock()
+			}
+		})
+	}
+	return nil
+}
+
+// close stops every server, waits for the handlers still running (a hanging
+// reply ends with its lease, at most serverMaxBudget) and for the Serve
+// goroutines to return.
+func (ps *providers) close(ctx context.Context) error {
+	var errs []error
+	for _, srv := range ps.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err, srv.Close())
+		}
+	}
+	ps.wg.Wait()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return errors.Join(append(errs, ps.serveErr...)...)
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget"
+)
+
+// barWidth is the number of columns the time axis spans: the whole budget.
+const barWidth = 56
+
+// The marks drawn on the time axis.
+const (
+	markUsed   = '#' // the attempt ran
+	markLeased = '-' // granted to the attempt but not used
+	markWait   = '~' // a backoff sleep
+	markStop   = 'x' // a refusal, or a wait that did not fit
+)
+
+// ANSI colours, used only when the output is a terminal and NO_COLOR is
+// unset.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiDim    = "\x1b[2m"
+)
+
+// painter writes text, in colour or not.
+type painter struct{ color bool }
+
+func (p painter) paint(code, s string) string {
+	if !p.color || code == "" || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// verdictColor is green for ok, yellow for a caller's cancellation, red
+// for every other verdict.
+func verdictColor(v otelbudget.Verdict) string {
+	switch v {
+	case otelbudget.VerdictOK:
+		return ansiGreen
+	case otelbudget.VerdictCanceled:
+		return ansiYellow
+	}
+	return ansiRed
+}
+
+// cell is one column of a bar: a mark and its colour.
+type cell struct {
+	mark  rune
+	color string
+}
+
+// bar is one row of the time axis, spanning [0, budget].
+type bar struct {
+	budget time.Duration
+	cells  [barWidth]cell
+}
+
+func newBar(budget time.Duration) *bar {
+	b := &bar{budget: budget}
+	for i := range b.cells {
+		b.cells[i] = cell{mark: ' '}
+	}
+	return b
+}
+
+// col returns the column holding instant t, rounding down.
+func (b *bar) col(t time.Duration) int {
+	if b.budget <= 0 || t <= 0 {
+		return 0
+	}
+	return int(min(int64(barWidth), int64(t)*barWidth/int64(b.budget)))
+}
+
+// colUp returns the first column after instant t, rounding up.
+func (b *bar) colUp(t time.Duration) int {
+	if b.budget <= 0 || t <= 0 {
+		return 0
+	}
+	c := (int64(t)*barWidth + int64(b.budget) - 1) / int64(b.budget)
+	return int(min(int64(barWidth), c))
+}
+
+// span marks [from, to) with m, at least one column wide, and returns the
+// first column after it. Columns already marked are left alone unless
+// overwrite is set.
+func (b *bar) span(from, to time.Duration, c cell, overwrite bool) int {
+	lo, hi := b.col(from), b.colUp(to)
+	if lo >= barWidth {
+		lo = barWidth - 1
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	for i := lo; i < hi; i++ {
+		if overwrite || b.cells[i].mark == ' ' {
+			b.cells[i] = c
+		}
+	}
+	return hi
+}
+
+// render returns the bar between two axis marks.
+func (b *bar) render(p painter) string {
+	var sb strings.Builder
+	sb.WriteByte('|')
+	for i := 0; i < barWidth; {
+		j := i
+		for j < barWidth && b.cells[j] == b.cells[i] {
+			j++
+		}
+		sb.WriteString(p.paint(b.cells[i].color, strings.Repeat(string(b.cells[i].mark), j-i)))
+		i = j
+	}
+	sb.WriteByte('|')
+	return sb.String()
+}
+
+// fmtDur formats d rounded to the millisecond: "12ms", "1.5s", "0ms".
+func fmtDur(d time.Duration) string {
+	r := d.Round(time.Millisecond)
+	switch {
+	case r == 0 && d > 0:
+		return "<1ms"
+	case r == 0:
+		return "0ms"
+	}
+	return r.String()
+}
+
+// plural returns "1 attempt", "2 attempts".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// rowFormat lays out the text columns left of the time axis: step, try,
+// lease (or wait), used, how it ended.
+const rowFormat = "%-8s %-5s %-18s %-6s %-16s "
+
+// axis returns the header above the bars: tick labels at 0, 1/4, 1/2, 3/4
+// and the whole budget.
+func axis(budget time.Duration) string {
+	line := []byte(strings.Repeat(" ", barWidth+2))
+	const ticks = 4
+	for k := 0; k <= ticks; k++ {
+		label := fmtDur(budget * time.Duration(k) / ticks)
+		pos := 1 + k*barWidth/ticks // the bar starts after the '|'
+		switch k {
+		case 0:
+			pos = 0
+		case ticks:
+			pos = len(line) - len(label)
+		default:
+			pos -= len(label) / 2
+		}
+		copy(line[pos:], label)
+	}
+	return strings.TrimRight(string(line), " ")
+}
+
+// endedText says how an attempt ended: its HTTP status for a retryable
+// failure, else the engine's ended_by.
+func endedText(a attemptRecord) string {
+	if a.Status != 0 {
+		return fmt.Sprintf("HTTP %d", a.Status)
+	}
+	return a.EndedBy.String()
+}
+
+// writeWaterfall writes the run as a waterfall: one row per attempt, wait and
+// refusal on one time axis spanning the budget, then each step's verdict and
+// stop reason.
+func writeWaterfall(w io.Writer, r runRecord, color bool) error {
+	p := painter{color: color}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "scenario %s · budget %s · floor %s · seed %d\n", r.Scenario, fmtDur(r.Budget), fmtDur(r.Floor), r.Seed)
+	fmt.Fprintln(&sb, p.paint(ansiDim, fmt.Sprintf("%c used  %c leased, unused  %c backoff wait  %c refused or stopped", markUsed, markLeased, markWait, markStop)))
+	fmt.Fprintf(&sb, rowFormat+"%s\n", "step", "try", "lease", "used", "ended", axis(r.Budget))
+	for _, c := range r.Calls {
+		name := c.Name
+		waits := c.Waits
+		for _, a := range c.Attempts {
+			b := newBar(r.Budget)
+			good := ansiRed
+			if a.EndedBy == deadline.EndedCompleted {
+				good = ansiGreen
+			}
+			b.span(a.Start, a.Start+a.Used, cell{markUsed, good}, true)
+			if a.Granted > a.Used {
+				b.span(a.Start+a.Used, a.Start+a.Granted, cell{markLeased, ansiDim}, false)
+			}
+			lease := fmt.Sprintf("%s %s", fmtDur(a.Granted), a.LimitedBy)
+			fmt.Fprintf(&sb, rowFormat+"%s\n", name, fmt.Sprintf("#%d", a.Number), lease, fmtDur(a.Used), endedText(a), b.render(p))
+			name = ""
+			for len(waits) > 0 && waits[0].After == a.Number {
+				wt := waits[0]
+				waits = waits[1:]
+				b := newBar(r.Budget)
+				src := "backoff"
+				if wt.Source == deadline.SourceRetryAfter {
+					src = "retry-after"
+				}
+				ended := ""
+				if wt.Fits {
+					b.span(wt.Start, wt.Start+wt.Delay, cell{markWait, ansiYellow}, true)
+				} else {
+					b.span(wt.Start, wt.Start, cell{markStop, ansiRed}, true)
+					ended = fmt.Sprintf("> %s left", fmtDur(wt.Remaining-r.Floor))
+				}
+				fmt.Fprintf(&sb, rowFormat+"%s\n", "", "wait", fmt.Sprintf("%s %s", fmtDur(wt.Delay), src), "", ended, b.render(p))
+			}
+		}
+		if c.Reason == deadline.ReasonRefused {
+			b := newBar(r.Budget)
+			b.span(c.End, c.End, cell{markStop, ansiRed}, true)
+			fmt.Fprintf(&sb, rowFormat+"%s\n", name, "-", "refused", "", fmt.Sprintf("%s left", fmtDur(c.Left)), b.render(p))
+		}
+	}
+	sb.WriteByte('\n')
+	for _, c := range r.Calls {
+		fmt.Fprintf(&sb, "%-8s %s %s\n", c.Name, p.paint(verdictColor(c.Verdict), fmt.Sprintf("%-18s", string(c.Verdict))), stopText(c))
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// stopText says why a call stopped, after how many attempts, and what the
+// deadline did to it.
+func stopText(c callRecord) string {
+	s := fmt.Sprintf("%s after %s", c.Reason, plural(c.Started, "attempt"))
+	if c.Started > 1 {
+		s += fmt.Sprintf(" (%s)", plural(c.Started-1, "resend"))
+	}
+	switch c.Reason {
+	case deadline.ReasonRefused:
+		s += fmt.Sprintf(": %s left, not above the %s floor", fmtDur(c.Left), fmtDur(floor))
+	case deadline.ReasonDeadline:
+		if n := len(c.Attempts); n > 0 {
+			a := c.Attempts[n-1]
+			s += fmt.Sprintf(": lease cut to %s (ceiling %s), then ended by the deadline", fmtDur(a.Granted), fmtDur(c.Ceiling))
+		}
+	case deadline.ReasonRetryAfterTooLong, deadline.ReasonBackoffTooLong:
+		if n := len(c.Waits); n > 0 {
+			wt := c.Waits[n-1]
+			s += fmt.Sprintf(": asked to wait %s with %s left above the floor", fmtDur(wt.Delay), fmtDur(wt.Remaining-floor))
+		}
+	case deadline.ReasonExhausted:
+		var ceiling int
+		for _, a := range c.Attempts {
+			if a.EndedBy == deadline.EndedAttemptTimeout {
+				ceiling++
+			}
+		}
+		if ceiling > 0 {
+			s += fmt.Sprintf(": %s ran the whole %s ceiling", plural(ceiling, "attempt"), fmtDur(c.Ceiling))
+		}
+	}
+	return s
+}
+
+// writeSummary writes the one-line summary: budget, used, left, verdicts.
+func writeSummary(w io.Writer, r runRecord, color bool) error {
+	p := painter{color: color}
+	var v []string
+	for _, c := range r.Calls {
+		v = append(v, c.Name+"="+p.paint(verdictColor(c.Verdict), string(c.Verdict)))
+	}
+	if len(v) == 0 {
+		v = append(v, "none")
+	}
+	_, err := fmt.Fprintf(w, "budget %s · used %s · left %s · verdicts %s\n",
+		fmtDur(r.Budget), fmtDur(r.Used), fmtDur(r.Left), strings.Join(v, " "))
+	return err
+}
