@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
@@ -43,15 +44,22 @@ func (Failsafe) Do(ctx context.Context, c Call, op Op) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	// The delay func reads the op's last error from here rather than from
+	// ExecutionAttempt.LastError: in v0.9.8 that method reads, without a
+	// lock, the field the outer Timeout's Cancel writes under one, and the
+	// race detector reports it. The value is the same.
+	var last atomic.Pointer[error]
 	rp := retrypolicy.NewBuilder[any]().
 		HandleIf(func(_ any, err error) bool { return Retryable(err) || errors.Is(err, timeout.ErrExceeded) }).
 		WithMaxAttempts(c.MaxAttempts).
 		WithMaxDuration(c.Budget).
 		WithBackoff(c.BackoffBase, c.BackoffMax).
 		WithJitterFactor(0.25).
-		WithDelayFunc(func(e failsafe.ExecutionAttempt[any]) time.Duration {
-			if ra, ok := RetryAfterOf(e.LastError()); ok {
-				return ra
+		WithDelayFunc(func(failsafe.ExecutionAttempt[any]) time.Duration {
+			if p := last.Load(); p != nil {
+				if ra, ok := RetryAfterOf(*p); ok {
+					return ra
+				}
 			}
 			return -1
 		}).
@@ -59,7 +67,11 @@ func (Failsafe) Do(ctx context.Context, c Call, op Op) error {
 		Build()
 	_, err := failsafe.With[any](timeout.New[any](c.Budget), rp, timeout.New[any](c.AttemptTimeout)).
 		WithContext(ctx).
-		GetWithExecution(func(e failsafe.Execution[any]) (any, error) { return nil, op(e.Context()) })
+		GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
+			err := op(e.Context())
+			last.Store(&err)
+			return nil, err
+		})
 	return err
 }
 
