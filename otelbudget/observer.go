@@ -24,6 +24,7 @@ import (
 // the hooks return.
 type Observer struct {
 	tp      trace.TracerProvider
+	mp      metric.MeterProvider
 	tracer  trace.Tracer
 	tracing bool // false with a no-op tracer: no span work at all
 	metrics bool // false with a no-op meter
@@ -46,7 +47,7 @@ type Observer struct {
 // MeterProvider (go.opentelemetry.io/otel/metric/noop) it records nothing.
 func New(opts ...Option) *Observer {
 	c := newConfig(opts)
-	o := &Observer{tp: c.tp, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
+	o := &Observer{tp: c.tp, mp: c.mp, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
 	o.tracer = c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version))
 	_, off := o.tracer.(tracenoop.Tracer)
 	o.tracing = !off
@@ -98,6 +99,15 @@ func (o *Observer) ClientHooks() *deadline.Hooks { return o.client }
 // and the attempt's outcome attributes are set, whichever comes last; a
 // caller's cancellation does not set its status to Error.
 func (o *Observer) ClientTracerProvider() trace.TracerProvider { return o.clientTP }
+
+// TracerProvider returns the TracerProvider the observer was built with
+// (the global one at the time of New by default).
+func (o *Observer) TracerProvider() trace.TracerProvider { return o.tp }
+
+// MeterProvider returns the MeterProvider the observer was built with (the
+// global one at the time of New by default), for instrumentation composed
+// with it, such as otelhttp's client metrics.
+func (o *Observer) MeterProvider() metric.MeterProvider { return o.mp }
 
 func (o *Observer) newHooks(client bool) *deadline.Hooks {
 	if !o.tracing && !o.metrics {
