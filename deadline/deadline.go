@@ -95,9 +95,10 @@ func NewContext(ctx context.Context, d Deadline) context.Context {
 // FromContext returns the run's Deadline found in ctx: the one stored by
 // [NewContext], or a Deadline adopted from ctx's own deadline (its budget is
 // the time left now), whichever ends first. It reports false when ctx has
-// neither.
+// neither. A stored zero Deadline has no end and counts as none.
 func FromContext(ctx context.Context) (Deadline, bool) {
 	d, stored := ctx.Value(deadlineKey{}).(Deadline)
+	stored = stored && !d.IsZero()
 	t, has := ctx.Deadline()
 	switch {
 	case has && (!stored || t.Before(d.end)):

@@ -199,3 +199,20 @@ func TestFromContext(t *testing.T) {
 		assert.False(t, has, "NewContext does not set a context deadline")
 	})
 }
+
+// A stored zero Deadline has no end: it must not hide the context's own
+// deadline, nor be reported as a deadline found.
+func TestFromContextStoredZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bg := context.Background()
+		_, ok := deadline.FromContext(deadline.NewContext(bg, deadline.Deadline{}))
+		assert.False(t, ok, "a zero Deadline is no deadline")
+
+		tctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		defer cancel()
+		got, ok := deadline.FromContext(deadline.NewContext(tctx, deadline.Deadline{}))
+		require.True(t, ok)
+		assert.False(t, got.IsZero())
+		assert.Equal(t, 200*time.Millisecond, got.Remaining(), "the context's deadline is adopted")
+	})
+}
