@@ -22,7 +22,7 @@
 //     it: deadline_too_small.
 //   - slow: the fetch provider takes 150ms against a 100ms ceiling, three
 //     times: operation_too_slow.
-//   - ratelimited (3s): search answers 429 with Retry-After: 1, which fits,
+//   - ratelimited (3s): fetch answers 429 with Retry-After: 1, which fits,
 //     then Retry-After: 5, which does not: throttled. Retry-After counts
 //     whole seconds, hence the larger default budget.
 //   - flaky: 503s, then success; the POST is retried because it carries an

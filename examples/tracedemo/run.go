@@ -60,19 +60,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	buf := &spanBuffer{}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(buf), sdktrace.WithResource(res))
 
-	ps := newProviders(sc)
-	if err := ps.serve(tp); err != nil {
-		return errors.Join(err, ps.close(ctx))
-	}
-
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.Proxy = nil // the providers are on loopback: never through a proxy
-	rec, planErr := play(ctx, sc, cfg.seed, budget, tp, base, ps.urls)
-
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-	closeErr := ps.close(cctx)
-	cancel()
-	_ = tp.Shutdown(ctx) // ends nothing new: every span has ended; WithSyncer hands them to buf
+	rec, ps, planErr, closeErr := execute(ctx, sc, cfg.seed, budget, tp)
+	_ = tp.Shutdown(ctx) // every span has ended: WithSyncer has handed them all to buf
 	if exp != nil {
 		if n, err := buf.flush(ctx, exp, cfg.exportTimeout); err != nil {
 			fmt.Fprintf(stderr, "tracedemo: %d spans not exported (%s): %s (the run itself is unaffected)\n", n, where, oneLine(err))
@@ -89,7 +78,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	if closeErr != nil {
-		return fmt.Errorf("stopping the providers: %w", closeErr)
+		return closeErr
 	}
 	if err := check(sc, rec, ps); err != nil {
 		if planErr != nil {
@@ -98,6 +87,27 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("scenario %s did not behave as designed: %w", sc.name, err)
 	}
 	return nil
+}
+
+// execute starts the providers of sc on loopback, plays the plan against
+// them under a budget, and stops them. It returns what the budget did, the
+// providers (with what they saw), the error that stopped the plan, and an
+// error if the providers could not be started or stopped.
+func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider) (runRecord, *providers, error, error) {
+	ps := newProviders(sc)
+	if err := ps.serve(tp); err != nil {
+		return runRecord{}, ps, nil, errors.Join(err, ps.close(ctx))
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.Proxy = nil // the providers are on loopback: never through a proxy
+	rec, planErr := play(ctx, sc, seed, budget, tp, base, ps.urls)
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	if err := ps.close(cctx); err != nil {
+		return rec, ps, planErr, fmt.Errorf("stopping the providers: %w", err)
+	}
+	return rec, ps, planErr, nil
 }
 
 // play runs the agent plan once under a new deadline of budget against the

@@ -175,17 +175,20 @@ func scenarios() []scenario {
 			// Retry-After counts whole seconds (RFC 9110 delay-seconds), so
 			// this scenario needs a budget of a few seconds: 3s leaves room
 			// for the first Retry-After (1s) but not for the second (5s).
+			// fetch is the step throttled because it may make 3 attempts:
+			// the second Retry-After is only weighed if a retry remains.
 			name:   "ratelimited",
-			about:  "search answers 429 with Retry-After: 1 (it fits), then Retry-After: 5 (it does not)",
+			about:  "fetch answers 429 with Retry-After: 1 (it fits), then Retry-After: 5 (it does not)",
 			budget: 3 * time.Second,
 			scripts: map[string]script{
-				"search": {
-					{work: workSearch, status: http.StatusTooManyRequests, retryAfter: "1"},
-					{work: workSearch, status: http.StatusTooManyRequests, retryAfter: "5"},
+				"fetch": {
+					{work: workFetch, status: http.StatusTooManyRequests, retryAfter: "1"},
+					{work: workFetch, status: http.StatusTooManyRequests, retryAfter: "5"},
 				},
 			},
 			want: []stepWant{
-				{"search", expect{verdict: otelbudget.VerdictThrottled, reason: deadline.ReasonRetryAfterTooLong, attempts: 2, requests: 2}},
+				ok("search", 1),
+				{"fetch", expect{verdict: otelbudget.VerdictThrottled, reason: deadline.ReasonRetryAfterTooLong, attempts: 2, requests: 2}},
 			},
 		},
 		{

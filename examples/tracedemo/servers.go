@@ -67,7 +67,7 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := p.script.at(n)
 	if rep.hang {
 		<-ctx.Done()
-		return
+		abort()
 	}
 	if rep.work > 0 {
 		t := time.NewTimer(rep.work)
@@ -75,8 +75,7 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			// The lease ran out: nobody is waiting for the answer.
-			return
+			abort()
 		}
 	}
 	if rep.status != 0 && rep.status != http.StatusOK {
@@ -92,6 +91,15 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"provider":%q,"request":%d,"budget_left_ms":%q}`+"\n", p.name, n, left)
+}
+
+// abort drops the request without an answer: its budget ran out, nobody is
+// waiting for it. Returning normally would send an empty 200 that a client
+// whose timer fired late could take for a result. http.ErrAbortHandler is
+// the net/http way to do this: the server closes the connection and logs
+// nothing, and otelhttp still ends the server span (it defers End).
+func abort() {
+	panic(http.ErrAbortHandler)
 }
 
 // handler returns the provider wrapped as it is served: the otelhttp server

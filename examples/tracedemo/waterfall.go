@@ -73,28 +73,21 @@ func newBar(budget time.Duration) *bar {
 	return b
 }
 
-// col returns the column holding instant t, rounding down.
+// col returns the column boundary nearest to instant t: an interval
+// [from, to) covers the columns from col(from) up to col(to).
 func (b *bar) col(t time.Duration) int {
 	if b.budget <= 0 || t <= 0 {
 		return 0
 	}
-	return int(min(int64(barWidth), int64(t)*barWidth/int64(b.budget)))
-}
-
-// colUp returns the first column after instant t, rounding up.
-func (b *bar) colUp(t time.Duration) int {
-	if b.budget <= 0 || t <= 0 {
-		return 0
-	}
-	c := (int64(t)*barWidth + int64(b.budget) - 1) / int64(b.budget)
+	c := (int64(t)*barWidth + int64(b.budget)/2) / int64(b.budget)
 	return int(min(int64(barWidth), c))
 }
 
-// span marks [from, to) with m, at least one column wide, and returns the
+// span marks [from, to) with c, at least one column wide, and returns the
 // first column after it. Columns already marked are left alone unless
 // overwrite is set.
 func (b *bar) span(from, to time.Duration, c cell, overwrite bool) int {
-	lo, hi := b.col(from), b.colUp(to)
+	lo, hi := b.col(from), b.col(to)
 	if lo >= barWidth {
 		lo = barWidth - 1
 	}

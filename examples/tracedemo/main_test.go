@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// The providers, the HTTP transports and the exporters all start
+// goroutines: every one must be gone when the tests end.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// memTransport delivers each request to the handler of its host in memory,
+// on the caller's goroutine, so that a whole run fits in a synctest bubble
+// where time is virtual and every duration is exact.
+//
+// A handler that aborts (panics with http.ErrAbortHandler, as a provider
+// does when the budget it was given runs out) stands for a dropped
+// connection. The providers only abort once their lease, which is never
+// shorter than the client's, has ended, so memTransport then waits for the
+// client's attempt context to end too and returns its error, as a real
+// client whose lease ran out first would.
+type memTransport struct {
+	handlers map[string]http.Handler
+}
+
+func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	h, ok := m.handlers[req.URL.Host]
+	if !ok {
+		return nil, &net404{host: req.URL.Host}
+	}
+	sreq := req.Clone(ctx)
+	sreq.RequestURI = req.URL.RequestURI()
+	sreq.RemoteAddr = "192.0.2.1:40000"
+	if sreq.Body == nil {
+		sreq.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	if aborted := serve(h, rec, sreq); aborted {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// serve runs h and reports whether it aborted with http.ErrAbortHandler.
+// Any other panic propagates.
+func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	h.ServeHTTP(w, r)
+	_, _ = io.Copy(io.Discard, r.Body)
+	return false
+}
+
+// net404 is the error for a host memTransport does not serve.
+type net404 struct{ host string }
+
+func (e *net404) Error() string { return "memTransport: no handler for host " + e.host }
