@@ -171,9 +171,10 @@ func FastFailOp(run *Run) peers.Op {
 // Results holds the runs of one scenario, per library and mode.
 type Results map[string]map[Mode][]*Run
 
-// RunScenario runs op o.Runs times per library and mode, interleaving the
-// libraries so that they share the machine's conditions.
-func RunScenario(rs []peers.Retrier, c peers.Call, o Options, op func(*Run) peers.Op) Results {
+// PlanScenario returns the jobs that run op o.Runs times per library and
+// mode, interleaving the libraries so that they share the machine's
+// conditions, and the Results they fill in once run (see RunAll).
+func PlanScenario(rs []peers.Retrier, c peers.Call, o Options, op func(*Run) peers.Op) (Results, []func()) {
 	res := Results{}
 	var mu sync.Mutex
 	var jobs []func()
@@ -192,8 +193,7 @@ func RunScenario(rs []peers.Retrier, c peers.Call, o Options, op func(*Run) peer
 			}
 		}
 	}
-	runAll(o.Parallel, jobs)
-	return res
+	return res, jobs
 }
 
 // OvershootGoal is the bound on this project's overshoot p99 in

@@ -74,8 +74,9 @@ type Options struct {
 	Parallel int // runs in flight at once
 }
 
-// runAll runs jobs with at most parallel in flight.
-func runAll(parallel int, jobs []func()) {
+// RunAll runs jobs with at most parallel in flight, in order of start, and
+// returns when all have finished.
+func RunAll(parallel int, jobs []func()) {
 	parallel = max(parallel, 1)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup

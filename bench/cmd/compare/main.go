@@ -2,7 +2,11 @@
 // against this project and its peers and prints the tables as markdown.
 //
 //	cd bench && go run ./cmd/compare          # the published run (< 3 min on 2 cores)
-//	cd bench && go run ./cmd/compare -quick   # fewer repetitions (< 30 s)
+//	cd bench && go run ./cmd/compare -quick   # a smoke run (< 30 s)
+//
+// The real-time scenarios (1 to 5) share one pool of runs in flight, the
+// longest first, so that their wall time overlaps; every library's runs are
+// interleaved with the others', so all see the same machine.
 package main
 
 import (
@@ -29,7 +33,7 @@ func run(args []string, out, log io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(log)
 	quick := fs.Bool("quick", false, "fewer repetitions: a smoke run under 30s")
-	runs := fs.Int("runs", 0, "repetitions per library and mode in the real-time scenarios (default 20, 5 with -quick)")
+	runs := fs.Int("runs", 0, "repetitions per library and mode in the real-time scenarios (default 20, 3 with -quick)")
 	parallel := fs.Int("parallel", 16, "real-time runs in flight at once (they sleep, they do not compute)")
 	only := fs.String("only", "", "comma-separated scenario numbers to run (default: all)")
 	if err := fs.Parse(args); err != nil {
@@ -37,7 +41,7 @@ func run(args []string, out, log io.Writer) error {
 	}
 	o := scenario.Options{Runs: 20, Parallel: *parallel}
 	if *quick {
-		o.Runs = 5
+		o.Runs = 3
 	}
 	if *runs > 0 {
 		o.Runs = *runs
@@ -53,22 +57,50 @@ func run(args []string, out, log io.Writer) error {
 	}
 	on := func(n string) bool { return len(want) == 0 || want[n] }
 
-	fmt.Fprintf(out, "<!-- go run ./cmd/compare %s -->\n", strings.Join(args, " "))
-	fmt.Fprintf(out, "Run: %s, %s/%s, GOMAXPROCS %d, %d runs per library and mode, %d in flight.\n\n",
+	fmt.Fprintf(out, "<!-- cd bench && go run ./cmd/compare %s -->\n", strings.Join(args, " "))
+	fmt.Fprintf(out, "Run: %s, %s/%s, GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight.\n\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
-	rs := peers.All()
-	c := peers.Scenario1()
+
+	rs, hs := peers.All(), peers.AllHTTP()
+	c, c3, c4 := peers.Scenario1(), scenario.Scenario3(), scenario.Scenario4()
+	var tables []func() scenario.Table
+	var jobs []func()
+	// Scenario 3 first: go-retryablehttp without a context deadline sleeps
+	// its Retry-After of 3s four times, the longest runs of all.
+	if on("3") {
+		res, j := scenario.PlanHTTP(hs, scenario.Modes, c3, o, "GET", nil, scenario.RetryAfter3)
+		jobs = append(jobs, j...)
+		tables = append(tables, func() scenario.Table { return scenario.RetryAfterBeyondTable(hs, res, c3) })
+	}
 	if on("1") {
-		t0 := time.Now()
-		res := scenario.RunScenario(rs, c, o, scenario.SlowOp)
-		scenario.SlowTable(rs, res, c).Markdown(out)
-		fmt.Fprintf(log, "scenario 1: %v\n", time.Since(t0).Round(time.Millisecond))
+		res, j := scenario.PlanScenario(rs, c, o, scenario.SlowOp)
+		jobs = append(jobs, j...)
+		tables = append(tables, func() scenario.Table { return scenario.SlowTable(rs, res, c) })
 	}
 	if on("2") {
-		t0 := time.Now()
-		res := scenario.RunScenario(rs, c, o, scenario.FastFailOp)
-		scenario.FastTable(rs, res, c).Markdown(out)
-		fmt.Fprintf(log, "scenario 2: %v\n", time.Since(t0).Round(time.Millisecond))
+		res, j := scenario.PlanScenario(rs, c, o, scenario.FastFailOp)
+		jobs = append(jobs, j...)
+		tables = append(tables, func() scenario.Table { return scenario.FastTable(rs, res, c) })
+	}
+	if on("4") {
+		res, j := scenario.PlanHTTP(hs, scenario.Modes, c4, o, "GET", nil, scenario.RetryAfter1)
+		jobs = append(jobs, j...)
+		tables = append(tables, func() scenario.Table { return scenario.RetryAfterWithinTable(hs, res, c4) })
+	}
+	if on("5") {
+		byFault := map[string]scenario.HTTPResults{}
+		for _, fault := range []string{"503", "reset"} {
+			res, j := scenario.PlanHTTP(hs, []scenario.Mode{scenario.ModeContext}, c, o, "POST", []byte(`{"order":42}`), scenario.PostFault(fault))
+			byFault[fault] = res
+			jobs = append(jobs, j...)
+		}
+		tables = append(tables, func() scenario.Table { return scenario.PostTable(hs, byFault, c) })
+	}
+	t0 := time.Now()
+	scenario.RunAll(o.Parallel, jobs)
+	fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
+	for _, t := range tables {
+		t().Markdown(out)
 	}
 	return nil
 }
