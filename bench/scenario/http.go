@@ -243,7 +243,7 @@ func RetryAfterWithinTable(hs []peers.HTTPClient, res HTTPResults, c peers.Call)
 // PostTable renders scenario 5 from the runs of both faults.
 func PostTable(hs []peers.HTTPClient, byFault map[string]HTTPResults, c peers.Call) Table {
 	t := Table{
-		Title: fmt.Sprintf("Scenario 5: POST safety (a POST without Idempotency-Key whose first delivery is executed and then fails; budget %v, mode ctx)", c.Budget),
+		Title:  fmt.Sprintf("Scenario 5: POST safety (a POST without Idempotency-Key whose first delivery is executed and then fails; budget %v, mode ctx)", c.Budget),
 		Header: []string{"library", "fault", "runs", "times the server executed the POST (median, max)", "runs executed more than once", "goal"},
 	}
 	for _, h := range hs {
