@@ -16,8 +16,9 @@ import (
 //
 // Durations are logged as time.Duration values under keys ending in no unit
 // (slog renders them); attribute keys are stable: step, attempt, granted,
-// remaining, duration, ended_by, retryable, delay, source, fits, reason,
-// attempts, error.
+// limited_by, remaining, duration, ended_by, retryable, delay, source, fits,
+// reason, attempts, error. Attempt lines carry retryable and error only when
+// the attempt failed; call lines carry error only when the call failed.
 func LogHooks(l *slog.Logger) *Hooks {
 	if l == nil {
 		l = slog.Default()
