@@ -77,3 +77,49 @@ func BenchmarkBackoffDelay(b *testing.B) {
 		sink += int(bo.Delay(n, nil))
 	}
 }
+
+// BenchmarkDoOverBare measures Do against the bare call in alternating
+// blocks of 64 calls each, so that both see the same load on a shared
+// machine, and reports the ratio of their times as do/bare (the goal is
+// <= 1.2). Its ns/op is the time of one block pair.
+func BenchmarkDoOverBare(b *testing.B) {
+	const block = 64
+	ctx := context.Background()
+	end := time.Now().Add(time.Hour)
+	bareOp := func(ctx context.Context) (int, error) { return 1, ctx.Err() }
+	d := deadline.New(time.Hour)
+	p := deadline.DefaultPolicy()
+	p.AttemptTimeout = time.Minute
+	doOp := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
+	runBare := func() time.Duration {
+		t0 := time.Now()
+		for range block {
+			actx, cancel := context.WithDeadline(ctx, end)
+			v, _ := bareOp(actx)
+			cancel()
+			sink += v
+		}
+		return time.Since(t0)
+	}
+	runDo := func() time.Duration {
+		t0 := time.Now()
+		for range block {
+			v, _ := deadline.Do(ctx, d, p, doOp)
+			sink += v
+		}
+		return time.Since(t0)
+	}
+	var bare, do time.Duration
+	odd := false
+	for b.Loop() {
+		if odd {
+			do += runDo()
+			bare += runBare()
+		} else {
+			bare += runBare()
+			do += runDo()
+		}
+		odd = !odd
+	}
+	b.ReportMetric(float64(do)/float64(bare), "do/bare")
+}
