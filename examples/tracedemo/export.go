@@ -48,6 +48,9 @@ func newSpanExporter(ctx context.Context, kind string, stdout io.Writer, getenv 
 		if autoexport.IsNoneSpanExporter(exp) {
 			return nil, exporterNone, nil
 		}
+		if env == exporterOTLP {
+			env += " " + otlpProtocol(getenv)
+		}
 		return exp, env, nil
 	case exporterStdout:
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
