@@ -140,6 +140,13 @@ func (t Totals) RequestsPerRun() float64 { return float64(t.Requests) / float64(
 // WastedPerRun is Wasted/Runs.
 func (t Totals) WastedPerRun() time.Duration { return t.Wasted / time.Duration(max(t.Runs, 1)) }
 
+// Report is what TestGoodputReport writes as JSON and cmd/compare reads.
+type Report struct {
+	Model  string   // Model.String()
+	Runs   int      // per library
+	Totals []Totals // one per library, in the order of peers.All
+}
+
 // runRecord is the accounting of one run.
 type runRecord struct {
 	requests, abandoned int

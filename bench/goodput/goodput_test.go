@@ -22,13 +22,6 @@ var (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Report is what TestGoodputReport writes and cmd/compare reads.
-type Report struct {
-	Model  string
-	Runs   int
-	Totals []Totals
-}
-
 // TestGoodputReport produces scenario 6's table data. It runs only when
 // -goodput.out is given, as cmd/compare does.
 func TestGoodputReport(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/deadlinebudget/budget/bench/peers"
@@ -101,6 +102,40 @@ func run(args []string, out, log io.Writer) error {
 	fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
 	for _, t := range tables {
 		t().Markdown(out)
+	}
+	// The CPU-bound scenarios run after the real-time ones, so that neither
+	// disturbs the other.
+	if on("6") {
+		runs := 10000
+		if *quick {
+			runs = 1000
+		}
+		t0 := time.Now()
+		rep, err := goodputReport(runs)
+		if err != nil {
+			return fmt.Errorf("scenario 6: %w", err)
+		}
+		scenario.GoodputTable(rep).Markdown(out)
+		fmt.Fprintf(log, "scenario 6: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if on("7") {
+		t0 := time.Now()
+		benchtime, rounds := "300ms", 5
+		if *quick {
+			benchtime, rounds = "50ms", 3
+		}
+		testing.Init()
+		if err := flag.CommandLine.Set("test.benchtime", benchtime); err != nil {
+			return err
+		}
+		scenario.OverheadTable(scenario.Overhead(rs, rounds)).Markdown(out)
+		obs, err := observerBench(benchtime, rounds)
+		if err != nil {
+			fmt.Fprintf(out, "Observer overhead not measured: %v\n\n", err)
+		} else {
+			obs.Markdown(out)
+		}
+		fmt.Fprintf(log, "scenario 7: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
 }
