@@ -21,6 +21,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgethttp"
 )
 
 // tracerName is the instrumentation scope of the demo's own root span.
@@ -157,16 +158,17 @@ func policyFor(s step, rng *mrand.Rand) deadline.Policy {
 	}
 }
 
-// stepTransport composes the HTTP client of one step: the budget transport
-// runs each request under p, and every physical attempt goes through otelhttp,
-// whose CLIENT span becomes the attempt's span (children of the step's call
-// span) and injects the W3C trace context for the provider.
+// stepTransport returns the HTTP transport of one step: the budget
+// transport runs each request under p, and every physical attempt goes
+// through otelhttp, whose CLIENT span becomes the attempt's span (a child of
+// the step's call span) and injects the W3C trace context for the provider.
+//
+// It is otelbudgethttp.NewTransport(base, obs, deadlinehttp.WithPolicy(p))
+// written out, to give otelhttp the W3C propagator itself: the one-line
+// form uses the global propagator, which a program sets once in main, and
+// run must not depend on (or change) global state.
 func stepTransport(base http.RoundTripper, obs *otelbudget.Observer, p deadline.Policy) http.RoundTripper {
-	traced := otelhttp.NewTransport(base,
-		otelhttp.WithTracerProvider(obs.ClientTracerProvider()),
-		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-	)
+	traced := otelbudgethttp.NewBase(base, obs, otelhttp.WithPropagators(propagation.TraceContext{}))
 	return deadlinehttp.NewTransport(traced, deadlinehttp.WithPolicy(p), deadlinehttp.WithHooks(obs.ClientHooks()))
 }
 
