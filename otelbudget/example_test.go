@@ -37,7 +37,7 @@ func ExampleObserver_Hooks() {
 			case otelbudget.AttrAttemptNumber, otelbudget.AttrAttemptGrantedMs, otelbudget.AttrAttemptLimitedBy,
 				otelbudget.AttrAttemptEndedBy, semconv.HTTPRequestResendCountKey, otelbudget.AttrBudgetMs,
 				otelbudget.AttrAttempts, otelbudget.AttrStopReason, otelbudget.AttrVerdict:
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Println()

@@ -60,7 +60,7 @@ func ExampleNewTransport() {
 			switch kv.Key {
 			case otelbudget.AttrAttemptNumber, otelbudget.AttrAttemptEndedBy, semconv.HTTPRequestResendCountKey,
 				semconv.HTTPResponseStatusCodeKey, otelbudget.AttrVerdict, otelbudget.AttrAttempts:
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Println()
