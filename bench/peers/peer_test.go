@@ -181,7 +181,8 @@ func TestHonoursOverallLimit(t *testing.T) {
 				_ = r.Do(ctx, c, fastFailures(l, 1<<30, 0))
 				elapsed := time.Since(l.start)
 				assert.LessOrEqual(t, elapsed, c.Budget+30*time.Millisecond)
-				assert.Greater(t, l.attempts(), 3, "the budget, not the attempts, ended the call")
+				assert.GreaterOrEqual(t, l.attempts(), 2, "fast failures are retried")
+				assert.Less(t, l.attempts(), c.MaxAttempts, "the budget, not the attempts, ended the call")
 			})
 		})
 	}

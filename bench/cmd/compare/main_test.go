@@ -1,0 +1,27 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRejectsBadFlags(t *testing.T) {
+	var out, log bytes.Buffer
+	assert.ErrorContains(t, run([]string{"-parallel", "0"}, &out, &log), "-parallel is 0")
+	assert.Error(t, run([]string{"-no-such-flag"}, &out, &log))
+}
+
+// TestScenario5Only runs the cheapest real scenario end to end on loopback
+// and checks the table's shape and this project's row.
+func TestScenario5Only(t *testing.T) {
+	var out, log bytes.Buffer
+	if err := run([]string{"-only", "5", "-runs", "1"}, &out, &log); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	assert.Contains(t, s, "### Scenario 5")
+	assert.Contains(t, s, "| deadline (this) | 503 | 1 | 1, 1 | 0/1 | executed once: met |")
+	assert.Contains(t, s, "| deadline (this) | reset | 1 | 1, 1 | 0/1 | executed once: met |")
+}

@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/deadlinebudget/budget/bench/peers"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRunMetrics pins the definitions behind the published columns on a
+// hand-built run.
+func TestRunMetrics(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	r := &Run{Start: at(0), Deadline: at(1000), Return: at(1002)}
+	r.attempts = []attemptRec{
+		{start: at(0), end: at(400), hasDeadline: true, ctxDeadline: at(400)},
+		{start: at(450), end: at(850), hasDeadline: true, ctxDeadline: at(1100)}, // outlives the run
+		{start: at(990), end: at(1000), hasDeadline: false},                      // doomed, no deadline
+	}
+	assert.Equal(t, 2*time.Millisecond, r.Overshoot())
+	assert.Equal(t, 3, r.Attempts())
+	assert.Equal(t, 1, r.Doomed())
+	assert.Equal(t, 2, r.WithDeadline())
+	assert.Equal(t, 2, r.Unbounded())
+	assert.Equal(t, (50+140+2)*time.Millisecond, r.Slept())
+	assert.Equal(t, 1, r.SleepsIntoDeadline(), "the 140ms sleep ended 10ms before the deadline; the 2ms pause after the last attempt ended past it")
+}
+
+func TestHTTPRunMetrics(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := &HTTPRun{Arrivals: []time.Time{t0, t0.Add(3 * time.Second), t0.Add(3500 * time.Millisecond)}, Status: 0}
+	assert.Equal(t, 3, r.Requests())
+	assert.Equal(t, 1, r.Early(3*time.Second))
+	assert.False(t, r.Names(503))
+	r.Status = 503
+	assert.True(t, r.Names(503))
+}
+
+func TestDurations(t *testing.T) {
+	d := Durations{5, 1, 4, 2, 3}
+	assert.Equal(t, time.Duration(3), d.Quantile(0.5))
+	assert.Equal(t, time.Duration(5), d.Quantile(0.99))
+	assert.Equal(t, time.Duration(5), d.Max())
+	assert.Equal(t, time.Duration(0), Durations{}.Quantile(0.5))
+	lbl, v := tail(d)
+	assert.Equal(t, "max", lbl)
+	assert.Equal(t, time.Duration(5), v)
+}
+
+// TestScenario1ThisProject runs scenario 1's call for this project in
+// virtual time, in both modes: no doomed attempt, no return after the
+// deadline, every attempt's context bounded by the run's deadline.
+func TestScenario1ThisProject(t *testing.T) {
+	for _, m := range Modes {
+		synctest.Test(t, func(t *testing.T) {
+			r := call(peers.Deadline{}, m, peers.Scenario1(), SlowOp)
+			assert.LessOrEqual(t, r.Overshoot(), time.Duration(0), m.String())
+			assert.Zero(t, r.Doomed())
+			assert.Zero(t, r.Unbounded())
+			assert.Equal(t, r.Attempts(), r.WithDeadline())
+			assert.GreaterOrEqual(t, r.Attempts(), 2, "a slow op is retried while the budget allows")
+		})
+	}
+}
+
+// TestScenario2EveryLibrary runs scenario 2's call for every library in
+// virtual time: each makes attempts and none returns more than one attempt's
+// duration past the deadline, in either mode.
+func TestScenario2EveryLibrary(t *testing.T) {
+	for _, r := range peers.All() {
+		for _, m := range Modes {
+			synctest.Test(t, func(t *testing.T) {
+				run := call(r, m, peers.Scenario1(), FastFailOp)
+				assert.GreaterOrEqual(t, run.Attempts(), 2, "%s %s", r.Name(), m)
+				assert.LessOrEqual(t, run.Overshoot(), 30*time.Millisecond, "%s %s", r.Name(), m)
+			})
+		}
+	}
+}
+
+func TestTablesRender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rs := peers.All()
+		res, jobs := PlanScenario(rs, peers.Scenario1(), Options{Runs: 1, Parallel: 4}, FastFailOp)
+		require.Len(t, jobs, len(rs)*len(Modes))
+		RunAll(4, jobs)
+		var b bytes.Buffer
+		FastTable(rs, res, peers.Scenario1()).Markdown(&b)
+		out := b.String()
+		assert.Contains(t, out, "### Scenario 2")
+		assert.Equal(t, 2+len(rs)*len(Modes), strings.Count(out, "\n|"), "header, separator and one row per library and mode")
+		assert.Contains(t, out, "zero doomed: met")
+	})
+}
+
+// TestPostFaultServer checks scenario 5's server on real loopback: the first
+// delivery of each fault fails as described, the second succeeds. Only
+// counts and statuses are asserted.
+func TestPostFaultServer(t *testing.T) {
+	for _, fault := range []string{"503", "reset"} {
+		run := sendOnce(peers.OpHTTP{Retrier: peers.Baseline{}}, ModeContext, peers.Scenario1(), http.MethodPost, []byte("x"), PostFault(fault))
+		require.NoError(t, run.Err, fault)
+		assert.Equal(t, 200, run.Status, fault)
+		assert.Equal(t, 2, run.Requests(), fault)
+	}
+	run := sendOnce(peers.DeadlineHTTP{}, ModeContext, peers.Scenario1(), http.MethodPost, []byte("x"), PostFault("503"))
+	assert.Equal(t, 1, run.Requests())
+}
