@@ -140,11 +140,15 @@ func (t Totals) RequestsPerRun() float64 { return float64(t.Requests) / float64(
 // WastedPerRun is Wasted/Runs.
 func (t Totals) WastedPerRun() time.Duration { return t.Wasted / time.Duration(max(t.Runs, 1)) }
 
+// AblationNoFloor names the extra row of the report: this project with
+// Floor 0, everything else equal.
+const AblationNoFloor = "deadline (this), Floor 0 (ablation)"
+
 // Report is what TestGoodputReport writes as JSON and cmd/compare reads.
 type Report struct {
 	Model  string   // Model.String()
 	Runs   int      // per library
-	Totals []Totals // one per library, in the order of peers.All
+	Totals []Totals // one per library, in the order of peers.All, then the AblationNoFloor row
 }
 
 // runRecord is the accounting of one run.

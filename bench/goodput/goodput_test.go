@@ -37,6 +37,17 @@ func TestGoodputReport(t *testing.T) {
 			rep.Totals = append(rep.Totals, tot)
 		})
 	}
+	// Ablation: this project without its floor, to show what the 20ms
+	// reserve costs in a model where an answer arriving at the deadline is
+	// still in time.
+	synctest.Test(t, func(t *testing.T) {
+		m0 := m
+		m0.Call.Floor = 0
+		tot, err := Simulate(peers.Deadline{}, m0, *reportRuns, 64)
+		require.NoError(t, err)
+		tot.Library = AblationNoFloor
+		rep.Totals = append(rep.Totals, tot)
+	})
 	b, err := json.MarshalIndent(rep, "", "  ")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(*reportOut, b, 0o644))

@@ -24,6 +24,8 @@ func GoodputTable(rep goodput.Report) Table {
 		case peers.Baseline{}.Name():
 			baseline = tot
 			continue
+		case goodput.AblationNoFloor:
+			continue
 		}
 		if best.Runs == 0 || tot.Good > best.Good || (tot.Good == best.Good && tot.Requests < best.Requests) {
 			best = tot
