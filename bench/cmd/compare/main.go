@@ -59,8 +59,8 @@ func run(args []string, out, log io.Writer) error {
 	on := func(n string) bool { return len(want) == 0 || want[n] }
 
 	fmt.Fprintf(out, "<!-- cd bench && go run ./cmd/compare %s -->\n", strings.Join(args, " "))
-	fmt.Fprintf(out, "Run: %s, %s/%s, GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight.\n\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
+	fmt.Fprintf(out, "Run: %s, %s/%s, %d CPUs (%s), GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight.\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
 
 	rs, hs := peers.All(), peers.AllHTTP()
 	c, c3, c4 := peers.Scenario1(), scenario.Scenario3(), scenario.Scenario4()
@@ -138,4 +138,18 @@ func run(args []string, out, log io.Writer) error {
 		fmt.Fprintf(log, "scenario 7: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// cpuModel returns the first "model name" of /proc/cpuinfo, or "unknown CPU".
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
 }
