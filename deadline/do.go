@@ -43,7 +43,7 @@ import (
 // context.
 func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
 	var zero T
-	if err := p.Validate(); err != nil {
+	if err := p.validate(); err != nil {
 		return zero, err
 	}
 	if d.IsZero() {
@@ -78,11 +78,12 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 		if err := ctx.Err(); err != nil && errors.Is(err, context.Canceled) {
 			return zero, r.stop(ctx, ReasonCanceled, 0)
 		}
-		a, cause, ok := r.lease(n)
-		if !ok {
+		var a AttemptInfo
+		cause := r.lease(n, &a)
+		if cause == nil {
 			return zero, r.stop(ctx, ReasonRefused, 0)
 		}
-		v, err := attempt(ctx, &r, a, cause, op)
+		v, err := attempt(ctx, &r, &a, cause, op)
 		if err == nil {
 			if r.h != nil {
 				r.stop(ctx, ReasonSuccess, 0)
@@ -113,33 +114,34 @@ type run struct {
 	done            bool
 }
 
-// lease applies rules one and two for attempt n.
-func (r *run) lease(n int) (AttemptInfo, error, bool) {
+// lease applies rules one and two for attempt n: it fills a and returns the
+// cause for the attempt's context, or nil when the attempt is refused.
+func (r *run) lease(n int, a *AttemptInfo) error {
 	// time.Until reads only the monotonic clock when r.end carries a
 	// reading (time.Now reads the wall clock too, and is the largest cost
 	// of the success path); the attempt's start is derived from it exactly.
 	remaining := time.Until(r.end)
 	if remaining <= r.p.Floor {
-		return AttemptInfo{}, nil, false
+		return nil
 	}
-	a := AttemptInfo{
+	*a = AttemptInfo{
 		Name: r.p.Name, Number: n, Start: r.end.Add(-remaining), Ceiling: r.p.AttemptTimeout,
 		Granted: remaining - r.p.Floor, Remaining: remaining, LimitedBy: LimitDeadline,
 	}
-	cause := ErrDeadlineReached
 	if a.Ceiling > 0 && a.Ceiling <= a.Granted {
-		a.Granted, a.LimitedBy, cause = a.Ceiling, LimitCeiling, ErrCeilingReached
+		a.Granted, a.LimitedBy = a.Ceiling, LimitCeiling
+		return ErrCeilingReached
 	}
-	return a, cause, true
+	return ErrDeadlineReached
 }
 
 // attempt runs op once inside its lease and records how it ended.
-func attempt[T any](ctx context.Context, r *run, a AttemptInfo, cause error, op func(context.Context, AttemptInfo) (T, error)) (v T, err error) {
+func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op func(context.Context, AttemptInfo) (T, error)) (v T, err error) {
 	r.attempts = a.Number
 	actx, cancel := context.WithDeadlineCause(ctx, a.Start.Add(a.Granted), cause)
 	octx := actx
 	if r.h != nil && r.h.AttemptStart != nil {
-		if c := r.h.AttemptStart(actx, a); c != nil {
+		if c := r.h.AttemptStart(actx, *a); c != nil {
 			octx = c
 		}
 	}
@@ -147,10 +149,10 @@ func attempt[T any](ctx context.Context, r *run, a AttemptInfo, cause error, op 
 	defer func() {
 		cancel()
 		if !finished && r.h != nil && r.h.AttemptEnd != nil {
-			r.h.AttemptEnd(octx, a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
+			r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
 		}
 	}()
-	v, err = op(octx, a)
+	v, err = op(octx, *a)
 	finished = true
 	ended := EndedCompleted
 	retry := false
@@ -163,7 +165,7 @@ func attempt[T any](ctx context.Context, r *run, a AttemptInfo, cause error, op 
 	}
 	r.ended = ended
 	if r.h != nil && r.h.AttemptEnd != nil {
-		r.h.AttemptEnd(octx, a, AttemptResult{Duration: time.Since(a.Start), Err: err, Retryable: retry, EndedBy: ended})
+		r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), Err: err, Retryable: retry, EndedBy: ended})
 	}
 	r.retry = retry
 	return v, err
@@ -171,7 +173,7 @@ func attempt[T any](ctx context.Context, r *run, a AttemptInfo, cause error, op 
 
 // classify says what ended a failed attempt: the caller, the shared deadline,
 // the attempt's own ceiling, or the operation's error.
-func (r *run) classify(ctx, actx context.Context, a AttemptInfo, err error) (EndedBy, error) {
+func (r *run) classify(ctx, actx context.Context, a *AttemptInfo, err error) (EndedBy, error) {
 	if actx.Err() == nil {
 		return EndedError, err
 	}

@@ -63,7 +63,10 @@ func DefaultPolicy() Policy {
 
 // Validate reports the first invalid field as a [*PolicyError] that names
 // the field, the value and the allowed range, or nil.
-func (p Policy) Validate() error {
+func (p Policy) Validate() error { return p.validate() }
+
+// validate is Validate without copying the Policy, for Do's hot path.
+func (p *Policy) validate() error {
 	switch {
 	case p.MaxAttempts < 1:
 		return &PolicyError{"Policy.MaxAttempts", p.MaxAttempts, ">= 1"}
