@@ -44,7 +44,9 @@ type Observer struct {
 //
 // With a no-op TracerProvider (go.opentelemetry.io/otel/trace/noop) the
 // observer starts no span and allocates nothing for tracing; with a no-op
-// MeterProvider (go.opentelemetry.io/otel/metric/noop) it records nothing.
+// MeterProvider (go.opentelemetry.io/otel/metric/noop) it records nothing;
+// with both, its hooks are nil. Metrics alone allocate nothing per call:
+// their attribute sets are built once per step and outcome.
 func New(opts ...Option) *Observer {
 	c := newConfig(opts)
 	o := &Observer{tp: c.tp, mp: c.mp, internal: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}}
@@ -76,6 +78,11 @@ func New(opts ...Option) *Observer {
 // the wait chosen after it to the failed attempt's span and an event to the
 // call span; CallEnd sets the call attributes and the verdict and ends the
 // call span. Every span started is ended, also when the operation panics.
+//
+// With a no-op TracerProvider and a no-op MeterProvider there is nothing to
+// observe and Hooks returns nil, which every place that takes hooks accepts
+// ([deadline.Policy.Hooks], [deadline.WithHooks], [deadline.Compose]), so the
+// engine runs exactly as it does unobserved.
 func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
 
 // ClientHooks returns hooks like [Observer.Hooks] but for operations whose
@@ -88,7 +95,8 @@ func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
 // such span claims (the operation failed before its request was sent) gets
 // an INTERNAL "<step> attempt" span at AttemptEnd, so none is lost.
 //
-// Use both together; package otelbudgethttp does this for net/http.
+// Use both together; package otelbudgethttp does this for net/http. Like
+// Hooks, it returns nil when both providers are no-ops.
 func (o *Observer) ClientHooks() *deadline.Hooks { return o.client }
 
 // ClientTracerProvider returns a TracerProvider to give the client
@@ -111,8 +119,8 @@ func (o *Observer) MeterProvider() metric.MeterProvider { return o.mp }
 
 func (o *Observer) newHooks(client bool) *deadline.Hooks {
 	if !o.tracing && !o.metrics {
-		// Nothing to observe: empty hooks cost the engine nothing.
-		return &deadline.Hooks{}
+		// Nothing to observe: nil hooks cost the engine nothing at all.
+		return nil
 	}
 	h := &deadline.Hooks{
 		AttemptEnd: o.attemptEnd,

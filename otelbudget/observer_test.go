@@ -329,17 +329,19 @@ func TestSampledOut(t *testing.T) {
 	})
 }
 
-// TestNoopProviders: with no-op providers the observer's hooks are empty.
+// TestNoopProviders: with no-op providers there is nothing to observe, and
+// the hooks are nil; with one of them real, they are not.
 func TestNoopProviders(t *testing.T) {
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tracenoop.NewTracerProvider()), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
-	h := obs.Hooks()
-	require.NotNil(t, h)
-	assert.Nil(t, h.CallStart)
-	assert.Nil(t, h.AttemptStart)
-	assert.Nil(t, h.AttemptEnd)
-	assert.Nil(t, h.Backoff)
-	assert.Nil(t, h.CallEnd)
-	assert.Same(t, h, obs.Hooks(), "the same hooks every time")
+	assert.Nil(t, obs.Hooks())
+	assert.Nil(t, obs.ClientHooks())
+	h := newHarness(t)
+	metricsOnly := otelbudget.New(otelbudget.WithTracerProvider(tracenoop.NewTracerProvider()), otelbudget.WithMeterProvider(h.obs.MeterProvider()))
+	hooks := metricsOnly.Hooks()
+	require.NotNil(t, hooks)
+	assert.Nil(t, hooks.CallStart, "no span work without a tracer")
+	assert.NotNil(t, hooks.CallEnd)
+	assert.Same(t, hooks, metricsOnly.Hooks(), "the same hooks every time")
 }
 
 func TestNilOptionsIgnored(t *testing.T) {
