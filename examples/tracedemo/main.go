@@ -7,7 +7,7 @@
 // the time it used, the backoff waits and the refusals, on one time axis
 // spanning the budget), each step's verdict and stop reason, and a one-line
 // summary. It exits 0 when the scenario behaved as designed, 1 with a message
-// when it did not, 2 on bad flags.
+// when it did not, 2 on bad flags. -h lists the scenarios.
 //
 // Usage:
 //
@@ -85,6 +85,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.exporter, "exporter", "", "where spans go: stdout, otlp or none (default: stdout, or autoexport when OTEL_TRACES_EXPORTER is set)")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
 	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans may take at the end")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n\nScenarios:\n")
+		for _, sc := range scenarios() {
+			fmt.Fprintf(fs.Output(), "  %-12s %s (budget %s)\n", sc.name, sc.about, fmtDur(sc.budget))
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -117,10 +125,11 @@ func isTerminal(f *os.File) bool {
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0) // -h asked for the usage text, and got it
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "tracedemo:", err)
-		}
+		fmt.Fprintln(os.Stderr, "tracedemo:", err)
 		os.Exit(2)
 	}
 	// no-color.org: a NO_COLOR that is present and not empty disables colour.

@@ -16,6 +16,7 @@ import (
 // Times are offsets from the start of the run's deadline.
 type runRecord struct {
 	Scenario string
+	About    string // what the scenario shows
 	Seed     uint64
 	Budget   time.Duration
 	Floor    time.Duration
@@ -75,7 +76,7 @@ type recorder struct {
 func newRecorder(sc scenario, seed uint64, d deadline.Deadline) *recorder {
 	return &recorder{
 		origin: d.End().Add(-d.Budget()),
-		rec:    runRecord{Scenario: sc.name, Seed: seed, Budget: d.Budget(), Floor: floor},
+		rec:    runRecord{Scenario: sc.name, About: sc.about, Seed: seed, Budget: d.Budget(), Floor: floor},
 	}
 }
 

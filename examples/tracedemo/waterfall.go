@@ -83,10 +83,9 @@ func (b *bar) col(t time.Duration) int {
 	return int(min(int64(barWidth), c))
 }
 
-// span marks [from, to) with c, at least one column wide, and returns the
-// first column after it. Columns already marked are left alone unless
-// overwrite is set.
-func (b *bar) span(from, to time.Duration, c cell, overwrite bool) int {
+// span marks [from, to) with c, at least one column wide. Columns already
+// marked are left alone unless overwrite is set.
+func (b *bar) span(from, to time.Duration, c cell, overwrite bool) {
 	lo, hi := b.col(from), b.col(to)
 	if lo >= barWidth {
 		lo = barWidth - 1
@@ -99,7 +98,6 @@ func (b *bar) span(from, to time.Duration, c cell, overwrite bool) int {
 			b.cells[i] = c
 		}
 	}
-	return hi
 }
 
 // render returns the bar between two axis marks.
@@ -179,6 +177,9 @@ func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 	p := painter{color: color}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "scenario %s · budget %s · floor %s · seed %d\n", r.Scenario, fmtDur(r.Budget), fmtDur(r.Floor), r.Seed)
+	if r.About != "" {
+		fmt.Fprintln(&sb, r.About)
+	}
 	fmt.Fprintln(&sb, p.paint(ansiDim, fmt.Sprintf("%c used  %c leased, unused  %c backoff wait  %c refused or stopped", markUsed, markLeased, markWait, markStop)))
 	fmt.Fprintf(&sb, rowFormat+"%s\n", "step", "try", "lease", "used", "ended", axis(r.Budget))
 	for _, c := range r.Calls {
