@@ -62,9 +62,18 @@ func (r *HTTPRun) Early(asked time.Duration) int {
 }
 
 // Names reports whether the caller was told about status code: the status
-// handed back, or the final error's text.
+// handed back, or the final error's text naming it as a status ("status
+// 503", or "503 Service Unavailable" as net/http spells it). A bare number
+// is not enough: the loopback URL's port may contain it.
 func (r *HTTPRun) Names(code int) bool {
-	return r.Status == code || (r.Err != nil && strings.Contains(r.Err.Error(), strconv.Itoa(code)))
+	if r.Status == code {
+		return true
+	}
+	if r.Err == nil {
+		return false
+	}
+	s, n := r.Err.Error(), strconv.Itoa(code)
+	return strings.Contains(s, "status "+n) || strings.Contains(s, n+" "+http.StatusText(code))
 }
 
 // sendOnce runs one call against a fresh loopback server and transport.

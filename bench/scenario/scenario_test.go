@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,6 +44,13 @@ func TestHTTPRunMetrics(t *testing.T) {
 	assert.Equal(t, 3, r.Requests())
 	assert.Equal(t, 1, r.Early(3*time.Second))
 	assert.False(t, r.Names(503))
+	r.Err = errors.New(`GET http://127.0.0.1:45033 giving up after 5 attempt(s)`)
+	assert.False(t, r.Names(503), "a port is not a status")
+	r.Err = errors.New("fetch: attempts exhausted: HTTP 503 Service Unavailable")
+	assert.True(t, r.Names(503))
+	r.Err = errors.New("transient failure: status 503, Retry-After 3s")
+	assert.True(t, r.Names(503))
+	r.Err = nil
 	r.Status = 503
 	assert.True(t, r.Names(503))
 }
