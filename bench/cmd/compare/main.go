@@ -58,7 +58,7 @@ func run(args []string, out, log io.Writer) error {
 	}
 	on := func(n string) bool { return len(want) == 0 || want[n] }
 
-	fmt.Fprintf(out, "<!-- cd bench && go run ./cmd/compare %s -->\n", strings.Join(args, " "))
+	fmt.Fprintf(out, "<!-- %s -->\n", strings.TrimSpace("cd bench && go run ./cmd/compare "+strings.Join(args, " ")))
 	fmt.Fprintf(out, "Run: %s, %s/%s, %d CPUs (%s), GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight.\n\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
 
