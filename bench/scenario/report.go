@@ -38,10 +38,7 @@ func (t Table) Markdown(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, n := range t.Notes {
-		fmt.Fprintf(w, "%s\n", n)
-	}
-	if len(t.Notes) > 0 {
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%s\n\n", n)
 	}
 }
 
