@@ -5,16 +5,19 @@ go 1.26.0
 replace github.com/deadlinebudget/budget => ../
 
 require (
-	github.com/avast/retry-go/v4 v4.7.0 // indirect
+	github.com/avast/retry-go/v4 v4.7.0
+	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/sethvargo/go-retry v0.5.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000 // indirect
-	github.com/failsafe-go/failsafe-go v0.9.8 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
-	github.com/sethvargo/go-retry v0.5.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
