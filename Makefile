@@ -55,6 +55,9 @@ fmt:
 lint: vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
+	@set -e; for m in $(SUBMODULES); do \
+		echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./...); \
+	done
 
 ## ci: what CI gates: lint, the tests, bounded fuzzing.
 ci: lint test
