@@ -14,20 +14,31 @@
 //	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
 //	    [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //
+// The plan is best effort across budget stops: a step the budget stops
+// (refused below the floor, a wait that does not fit, a lease cut and ended
+// by the deadline) does not stop the agent, which goes on with what it has;
+// every later step gets its own verdict, a local refusal when too little is
+// left to start it. Any other failure (the operation failed, its attempts
+// were exhausted, the run was canceled) stops the plan: the steps after it
+// are shown as not run.
+//
 // Scenarios:
 //
 //   - ok: the article's run. fetch's first request hangs until its 100ms
 //     lease ends; the retry succeeds. Every verdict is ok.
-//   - tight (280ms): extract's lease is cut by the deadline, which then ends
-//     it: deadline_too_small.
+//   - tight (110ms): fetch's lease is cut by the deadline to 80ms, less
+//     than the 90ms its provider needs and than its 100ms ceiling, and the
+//     deadline ends it; extract is then refused, the floor being all that
+//     is left, and never sent. Both are deadline_too_small.
 //   - slow: the fetch provider takes 150ms against a 100ms ceiling, three
-//     times: operation_too_slow.
+//     times: operation_too_slow; the plan stops there, extract is not run.
 //   - ratelimited (3s): fetch answers 429 with Retry-After: 1, which fits,
-//     then Retry-After: 5, which does not: throttled. Retry-After counts
-//     whole seconds, hence the larger default budget.
+//     then Retry-After: 5, which does not: throttled. extract still runs,
+//     and succeeds, in what is left. Retry-After counts whole seconds,
+//     hence the larger default budget.
 //   - flaky: 503s, then success; the POST is retried because it carries an
 //     Idempotency-Key. Every verdict is ok.
-//   - refused (10ms): below the 20ms floor, search is refused before
+//   - refused (10ms): below the 20ms floor, every step is refused before
 //     dialing; no provider sees a request.
 //
 // Export: stdout by default. -exporter otlp, or OTEL_TRACES_EXPORTER=otlp,
@@ -81,12 +92,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.scenario, "scenario", cfg.scenario, "what the providers do: "+strings.Join(scenarioNames(), ", "))
 	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
-	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's, 1s for most; tight 280ms, ratelimited 3s, refused 10ms)")
+	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+")")
 	fs.StringVar(&cfg.exporter, "exporter", "", "where spans go: stdout, otlp or none (default: stdout, or autoexport when OTEL_TRACES_EXPORTER is set)")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
 	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans may take at the end")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n\nScenarios:\n")
+		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n"+
+			"A step the budget stops does not stop the plan (the budget refuses what cannot start); any other failure does.\n\nScenarios:\n")
 		for _, sc := range scenarios() {
 			fmt.Fprintf(fs.Output(), "  %-12s %s (budget %s)\n", sc.name, sc.about, fmtDur(sc.budget))
 		}

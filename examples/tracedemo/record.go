@@ -21,8 +21,20 @@ type runRecord struct {
 	Budget   time.Duration
 	Floor    time.Duration
 	Calls    []callRecord
-	Used     time.Duration // from the start of the run to the end of the plan
-	Left     time.Duration // budget left at the end of the plan
+	NotRun   []notRunRecord // the steps never started, in plan order
+	Used     time.Duration  // from the start of the run to the end of the plan
+	Left     time.Duration  // budget left at the end of the plan
+}
+
+// notRunRecord is a step of the plan that the agent never started: an
+// earlier step failed for a reason other than the budget, and the plan
+// stopped there. (A step that the budget stopped does not stop the plan;
+// the budget then refuses, locally, each later step that cannot start, and
+// that refusal is a call with its own record.)
+type notRunRecord struct {
+	Name  string
+	After string // the step whose failure stopped the plan
+	Cause string // why that step failed: its stop reason, or the error
 }
 
 // callRecord is one logical call (a step of the plan).
@@ -138,6 +150,16 @@ func (r *recorder) hooks() *deadline.Hooks {
 	}
 }
 
+// notRun records that steps were never started because step after failed
+// with cause.
+func (r *recorder) notRun(steps []step, after, cause string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range steps {
+		r.rec.NotRun = append(r.rec.NotRun, notRunRecord{Name: s.name, After: after, Cause: cause})
+	}
+}
+
 // finish records the end of the plan and returns the record.
 func (r *recorder) finish(d deadline.Deadline) runRecord {
 	now := time.Now()
@@ -147,6 +169,7 @@ func (r *recorder) finish(d deadline.Deadline) runRecord {
 	r.rec.Left = d.End().Sub(now)
 	out := r.rec
 	out.Calls = append([]callRecord(nil), r.rec.Calls...)
+	out.NotRun = append([]notRunRecord(nil), r.rec.NotRun...)
 	return out
 }
 

@@ -61,7 +61,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	buf := &spanBuffer{}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(buf), sdktrace.WithResource(res))
 
-	rec, ps, planErr, closeErr := execute(ctx, sc, cfg.seed, budget, tp)
+	rec, ps, stepErr, closeErr := execute(ctx, sc, cfg.seed, budget, tp)
 	_ = tp.Shutdown(ctx) // every span has ended: WithSyncer has handed them all to buf
 	if exp != nil {
 		if n, err := buf.flush(ctx, exp, cfg.exportTimeout); err != nil {
@@ -82,8 +82,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return closeErr
 	}
 	if err := check(sc, rec, ps); err != nil {
-		if planErr != nil {
-			err = fmt.Errorf("%w (the plan stopped with: %v)", err, planErr)
+		if stepErr != nil {
+			err = fmt.Errorf("%w (steps failed with: %s)", err, oneLine(stepErr))
 		}
 		return fmt.Errorf("scenario %s did not behave as designed: %w", sc.name, err)
 	}
@@ -92,8 +92,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 // execute starts the providers of sc on loopback, plays the plan against
 // them under a budget, and stops them. It returns what the budget did, the
-// providers (with what they saw), the error that stopped the plan, and an
-// error if the providers could not be started or stopped.
+// providers (with what they saw), the errors of the steps that failed, and
+// an error if the providers could not be started or stopped.
 func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider) (runRecord, *providers, error, error) {
 	ps := newProviders(sc)
 	if err := ps.serve(tp); err != nil {
@@ -101,20 +101,29 @@ func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.Proxy = nil // the providers are on loopback: never through a proxy
-	rec, planErr := play(ctx, sc, seed, budget, tp, base, ps.urls)
+	rec, stepErr := play(ctx, sc, seed, budget, tp, base, ps.urls)
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
 	if err := ps.close(cctx); err != nil {
-		return rec, ps, planErr, fmt.Errorf("stopping the providers: %w", err)
+		return rec, ps, stepErr, fmt.Errorf("stopping the providers: %w", err)
 	}
-	return rec, ps, planErr, nil
+	return rec, ps, stepErr, nil
 }
 
 // play runs the agent plan once under a new deadline of budget against the
 // providers at urls, sending with base, and returns what the budget did and
-// the error that stopped the plan, if any. Tests call it with an in-memory
-// base transport inside a synctest bubble.
+// the errors of the steps that failed, joined (nil when every step
+// succeeded). Tests call it with an in-memory base transport inside a
+// synctest bubble.
+//
+// The plan is best effort across budget stops: a step that the budget
+// stopped (refused, a wait too long for what is left, cut by the deadline)
+// does not stop the plan, as an agent would go on and answer with what it
+// has; every later step then gets its own verdict, a local refusal when too
+// little is left to start it (the article's rule two). Any other failure
+// (the operation failed, attempts exhausted, the run canceled) stops the
+// plan, and the steps after it are recorded as not run.
 func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, base http.RoundTripper, urls map[string]string) (runRecord, error) {
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
 	rng := mrand.New(mrand.NewPCG(seed, seed))
@@ -129,22 +138,50 @@ func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, t
 	))
 	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), rec.hooks())
 
-	var planErr error
-	for _, s := range agentPlan() {
+	var failed []error
+	plan := agentPlan()
+	for i, s := range plan {
 		client := &http.Client{Transport: stepTransport(base, obs, policyFor(s, rng))}
-		if err := callStep(ctx, client, urls[s.name], s, key); err != nil {
-			planErr = err
-			break
+		err := callStep(ctx, client, urls[s.name], s, key)
+		if err == nil {
+			continue
 		}
-	}
-	if planErr != nil {
-		root.SetAttributes(attribute.String("tracedemo.stopped_at", planErr.Error()))
+		failed = append(failed, err)
+		if budgetStop(err) {
+			// Best effort: the agent keeps what it has and goes on; the
+			// budget refuses, locally, any later step that cannot start.
+			continue
+		}
+		// The operation itself failed (or the run was canceled): the
+		// steps after this one are not started.
+		cause := failureCause(err)
+		rec.notRun(plan[i+1:], s.name, cause)
+		if i+1 < len(plan) {
+			root.SetAttributes(attribute.String("tracedemo.stopped_at", s.name+": "+cause))
+		}
+		break
 	}
 	root.End()
 	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-	return rec.finish(d), planErr
+	return rec.finish(d), errors.Join(failed...)
+}
+
+// budgetStop reports whether err says the budget, not the operation,
+// stopped the step: a *deadline.StopError whose reason is a budget reason.
+func budgetStop(err error) bool {
+	se, ok := errors.AsType[*deadline.StopError](err)
+	return ok && se.Reason.Budget()
+}
+
+// failureCause says in a few words why a step failed: the stop reason of a
+// *deadline.StopError, else the error itself.
+func failureCause(err error) string {
+	if se, ok := errors.AsType[*deadline.StopError](err); ok {
+		return se.Reason.String()
+	}
+	return oneLine(err)
 }
 
 // policyFor returns the article's policy for step s: its ceiling and
@@ -208,7 +245,13 @@ func check(sc scenario, rec runRecord, ps *providers) error {
 	var diffs []string
 	for i, w := range sc.want {
 		if i >= len(rec.Calls) {
-			diffs = append(diffs, fmt.Sprintf("%s: did not run", w.step))
+			why := ""
+			for _, n := range rec.NotRun {
+				if n.Name == w.step {
+					why = fmt.Sprintf(" (%s stopped the plan with %s)", n.After, n.Cause)
+				}
+			}
+			diffs = append(diffs, fmt.Sprintf("%s: did not run%s", w.step, why))
 			continue
 		}
 		c := rec.Calls[i]

@@ -84,10 +84,15 @@ func TestRunFailsWhenTheScenarioMisbehaves(t *testing.T) {
 	err := run(context.Background(), cfg, &out, &errOut)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "scenario ok did not behave as designed")
-	assert.Contains(t, err.Error(), "search: verdict deadline_too_small, want ok")
-	assert.Contains(t, err.Error(), "fetch: did not run")
+	// Refusal is a budget stop: the plan goes on, and the budget refuses
+	// every step in turn.
+	for _, step := range []string{"search", "fetch", "extract"} {
+		assert.Contains(t, err.Error(), step+": verdict deadline_too_small, want ok")
+		assert.Contains(t, err.Error(), step+": stopped with refused, want success")
+	}
+	assert.Contains(t, err.Error(), "(steps failed with: search: ")
 	assert.NotContains(t, out.String(), "step     try", "-waterfall=false prints no waterfall")
-	assert.Contains(t, out.String(), "verdicts search=deadline_too_small")
+	assert.Contains(t, out.String(), "verdicts search=deadline_too_small fetch=deadline_too_small extract=deadline_too_small\n")
 }
 
 // TestRunUnreachableCollector: with the OTLP exporter pointed at a port

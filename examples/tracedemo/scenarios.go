@@ -25,11 +25,17 @@ const (
 
 	// workSearch, workFetch and workExtract are how long each provider
 	// works on a request that it answers normally. The article's operations
-	// take 10ms; extraction is made slower here so that a tight budget cuts
-	// its lease visibly (its 250ms ceiling still fits it with room to spare).
+	// take 10ms; extraction (the model call) is made slower here, so that it
+	// is the heavy bar of the waterfall (its 250ms ceiling still fits it with
+	// room to spare).
 	workSearch  = 10 * time.Millisecond
 	workFetch   = 10 * time.Millisecond
 	workExtract = 150 * time.Millisecond
+
+	// workFetchTight is how long the fetch provider takes in the tight
+	// scenario: within fetch's 100ms ceiling, so that only the budget can
+	// be too small for it.
+	workFetchTight = 90 * time.Millisecond
 )
 
 // step is one logical call of the agent plan: one HTTP request, retried by
@@ -95,8 +101,9 @@ type scenario struct {
 	// scripts maps a step name to its provider's replies; a step with no
 	// script answers normally after its usual work time.
 	scripts map[string]script
-	// want lists, in plan order, the steps that must run and how each must
-	// end; the steps after the last one must not run at all.
+	// want lists, in plan order, the steps that must run (a step refused by
+	// the budget runs: it gets a verdict) and how each must end; the steps
+	// after the last one must not run at all (the plan stopped before them).
 	want []stepWant
 }
 
@@ -133,6 +140,9 @@ func scenarios() []scenario {
 	ok := func(step string, attempts int) stepWant {
 		return stepWant{step, expect{verdict: otelbudget.VerdictOK, reason: deadline.ReasonSuccess, attempts: attempts, requests: attempts}}
 	}
+	refused := func(step string) stepWant {
+		return stepWant{step, expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonRefused}}
+	}
 	return []scenario{
 		{
 			name:   "ok",
@@ -144,24 +154,35 @@ func scenarios() []scenario {
 			want: []stepWant{ok("search", 1), ok("fetch", 2), ok("extract", 1)},
 		},
 		{
-			// 280ms: search (10ms) and fetch (100ms hang, a backoff of at
-			// most 50ms, 10ms) leave extract at most 280-20-120 = 140ms of
-			// lease, less than its 150ms of work and its 250ms ceiling: the
-			// deadline, not the provider, ends it.
-			name:   "tight",
-			about:  "the budget is too small: extract's lease is cut by the deadline, which then ends it",
-			budget: 280 * time.Millisecond,
+			// 110ms: search takes 10ms, so fetch is granted what is left
+			// less the floor, 110-20-10 = 80ms, less than its 100ms ceiling
+			// (LimitDeadline) and than the 90ms its provider needs: the
+			// deadline, not the provider, ends it, leaving exactly the floor,
+			// and extract is then refused. No backoff comes before the cut,
+			// so this holds for every seed, and a run that starts late only
+			// shortens fetch's lease: the design holds up to some 75ms of
+			// delay before fetch, far more than a loaded machine adds.
+			// (fetch must not fail on its ceiling first: an attempt that ran
+			// its whole ceiling makes the verdict operation_too_slow.)
+			name: "tight",
+			about: "the budget is too small: fetch's lease is cut by the deadline below the 90ms it needs (its " +
+				"ceiling is 100ms), the deadline ends it, then extract is refused below the floor, never sent",
+			budget: 110 * time.Millisecond,
 			scripts: map[string]script{
-				"fetch": {{hang: true}, normal("fetch")},
+				"fetch": {{work: workFetchTight}},
 			},
 			want: []stepWant{
-				ok("search", 1), ok("fetch", 2),
-				{"extract", expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonDeadline, attempts: 1, requests: 1}},
+				ok("search", 1),
+				{"fetch", expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonDeadline, attempts: 1, requests: 1}},
+				refused("extract"),
 			},
 		},
 		{
-			name:   "slow",
-			about:  "the fetch provider takes 150ms, longer than its 100ms ceiling, on every request",
+			// Exhausted attempts are the operation's failure, not the
+			// budget's: the plan stops there and extract is not run.
+			name: "slow",
+			about: "the fetch provider takes 150ms, longer than its 100ms ceiling, on every request: " +
+				"its attempts are exhausted, the plan stops, extract is not run",
 			budget: defaultBudget,
 			scripts: map[string]script{
 				"fetch": {{work: 150 * time.Millisecond}},
@@ -177,8 +198,11 @@ func scenarios() []scenario {
 			// for the first Retry-After (1s) but not for the second (5s).
 			// fetch is the step throttled because it may make 3 attempts:
 			// the second Retry-After is only weighed if a retry remains.
-			name:   "ratelimited",
-			about:  "fetch answers 429 with Retry-After: 1 (it fits), then Retry-After: 5 (it does not)",
+			// Throttled is a budget stop, so the plan goes on: extract runs
+			// in what is left (about 2s), far more than its 250ms ceiling.
+			name: "ratelimited",
+			about: "fetch answers 429 with Retry-After: 1 (it fits), then Retry-After: 5 (it does not): " +
+				"fetch is given up, extract still runs in what is left",
 			budget: 3 * time.Second,
 			scripts: map[string]script{
 				"fetch": {
@@ -189,6 +213,7 @@ func scenarios() []scenario {
 			want: []stepWant{
 				ok("search", 1),
 				{"fetch", expect{verdict: otelbudget.VerdictThrottled, reason: deadline.ReasonRetryAfterTooLong, attempts: 2, requests: 2}},
+				ok("extract", 1),
 			},
 		},
 		{
@@ -203,10 +228,10 @@ func scenarios() []scenario {
 		},
 		{
 			name:   "refused",
-			about:  "a 10ms budget is below the 20ms floor: search is refused before dialing, no provider sees a request",
+			about:  "a 10ms budget is below the 20ms floor: every step is refused before dialing, no provider sees a request",
 			budget: 10 * time.Millisecond,
 			want: []stepWant{
-				{"search", expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonRefused, attempts: 0, requests: 0}},
+				refused("search"), refused("fetch"), refused("extract"),
 			},
 		},
 	}
@@ -219,6 +244,16 @@ func scenarioNames() []string {
 		names = append(names, sc.name)
 	}
 	return names
+}
+
+// scenarioBudgets says each scenario's budget, for the help text:
+// "ok 1s, tight 110ms, …".
+func scenarioBudgets() string {
+	var b []string
+	for _, sc := range scenarios() {
+		b = append(b, sc.name+" "+fmtDur(sc.budget))
+	}
+	return strings.Join(b, ", ")
 }
 
 // findScenario returns the scenario called name.

@@ -30,6 +30,7 @@ func TestScenariosLoopback(t *testing.T) {
 			rec, ps, _, err := execute(context.Background(), sc, defaultSeed, sc.budget, tp)
 			require.NoError(t, err)
 			assert.Equal(t, tc.calls, callLines(rec))
+			assert.Equal(t, tc.notRun, notRunLines(rec))
 			assert.Equal(t, tc.requests, requestCounts(ps))
 			assert.NoError(t, check(sc, rec, ps))
 

@@ -170,9 +170,12 @@ func endedText(a attemptRecord) string {
 	return a.EndedBy.String()
 }
 
+// notRun stands in the verdict column for a step that was never started.
+const notRun = "not_run"
+
 // writeWaterfall writes the run as a waterfall: one row per attempt, wait and
-// refusal on one time axis spanning the budget, then each step's verdict and
-// stop reason.
+// refusal on one time axis spanning the budget, an empty row for each step
+// never started, then each step's verdict and stop reason.
 func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 	p := painter{color: color}
 	var sb strings.Builder
@@ -222,9 +225,15 @@ func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 			fmt.Fprintf(&sb, rowFormat+"%s\n", name, "-", "refused", "", fmt.Sprintf("%s left", fmtDur(c.Left)), b.render(p))
 		}
 	}
+	for _, n := range r.NotRun {
+		fmt.Fprintf(&sb, rowFormat+"%s\n", n.Name, "-", "not run", "", "", newBar(r.Budget).render(p))
+	}
 	sb.WriteByte('\n')
 	for _, c := range r.Calls {
 		fmt.Fprintf(&sb, "%-8s %s %s\n", c.Name, p.paint(verdictColor(c.Verdict), fmt.Sprintf("%-18s", string(c.Verdict))), stopText(c))
+	}
+	for _, n := range r.NotRun {
+		fmt.Fprintf(&sb, "%-8s %s not started: the plan stopped at %s (%s, not a budget stop)\n", n.Name, p.paint(ansiDim, fmt.Sprintf("%-18s", notRun)), n.After, n.Cause)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
@@ -264,12 +273,16 @@ func stopText(c callRecord) string {
 	return s
 }
 
-// writeSummary writes the one-line summary: budget, used, left, verdicts.
+// writeSummary writes the one-line summary: budget, used, left, and each
+// step's verdict (not_run for a step never started).
 func writeSummary(w io.Writer, r runRecord, color bool) error {
 	p := painter{color: color}
 	var v []string
 	for _, c := range r.Calls {
 		v = append(v, c.Name+"="+p.paint(verdictColor(c.Verdict), string(c.Verdict)))
+	}
+	for _, n := range r.NotRun {
+		v = append(v, n.Name+"="+p.paint(ansiDim, notRun))
 	}
 	if len(v) == 0 {
 		v = append(v, "none")

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -53,23 +54,27 @@ func renderPlain(t *testing.T, rec runRecord) string {
 	return b.String()
 }
 
-// TestWaterfallGolden renders the ok scenario with the article's seed from
-// a real run of the plan in virtual time, so that every duration, and so
-// every bar, is the same on every machine. Regenerate with
-// go test ./examples/tracedemo -run WaterfallGolden -update.
+// TestWaterfallGolden renders scenarios with the article's seed from a real
+// run of the plan in virtual time, so that every duration, and so every bar,
+// is the same on every machine: ok (the article's run), tight (a lease cut
+// by the deadline, then a refusal), slow (a step not run) and refused.
+// Regenerate with go test ./examples/tracedemo -run WaterfallGolden -update.
 func TestWaterfallGolden(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec, _, _, err := playInMemory(t, "ok", defaultSeed)
-		require.NoError(t, err)
-		got := renderPlain(t, rec)
-		path := filepath.Join("testdata", "ok.golden")
-		if *update {
-			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), got)
-	})
+	for _, name := range []string{"ok", "tight", "slow", "refused"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec, _, _, _ := playInMemory(t, name, defaultSeed)
+				got := renderPlain(t, rec)
+				path := filepath.Join("testdata", name+".golden")
+				if *update {
+					require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+				}
+				want, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), got)
+			})
+		})
+	}
 }
 
 // callLines summarises a recorded call as "step verdict reason attempts".
@@ -83,24 +88,36 @@ func callLines(rec runRecord) []string {
 
 // scenarioCases states, independently of the scenarios' own declarations,
 // how each scenario must end: each call's verdict, stop reason and
-// attempts, and how many requests each provider received.
+// attempts, the steps never started, and how many requests each provider
+// received.
 var scenarioCases = []struct {
 	name     string
 	calls    []string
+	notRun   []string
 	requests map[string]int
 }{
-	{"ok", []string{"search ok success 1", "fetch ok success 2", "extract ok success 1"},
+	{"ok", []string{"search ok success 1", "fetch ok success 2", "extract ok success 1"}, nil,
 		map[string]int{"search": 1, "fetch": 2, "extract": 1}},
-	{"tight", []string{"search ok success 1", "fetch ok success 2", "extract deadline_too_small deadline_exceeded 1"},
-		map[string]int{"search": 1, "fetch": 2, "extract": 1}},
-	{"slow", []string{"search ok success 1", "fetch operation_too_slow attempts_exhausted 3"},
+	{"tight", []string{"search ok success 1", "fetch deadline_too_small deadline_exceeded 1", "extract deadline_too_small refused 0"}, nil,
+		map[string]int{"search": 1, "fetch": 1, "extract": 0}},
+	{"slow", []string{"search ok success 1", "fetch operation_too_slow attempts_exhausted 3"}, []string{"extract after fetch: attempts_exhausted"},
 		map[string]int{"search": 1, "fetch": 3, "extract": 0}},
-	{"ratelimited", []string{"search ok success 1", "fetch throttled retry_after_exceeds_budget 2"},
-		map[string]int{"search": 1, "fetch": 2, "extract": 0}},
-	{"flaky", []string{"search ok success 1", "fetch ok success 3", "extract ok success 2"},
+	{"ratelimited", []string{"search ok success 1", "fetch throttled retry_after_exceeds_budget 2", "extract ok success 1"}, nil,
+		map[string]int{"search": 1, "fetch": 2, "extract": 1}},
+	{"flaky", []string{"search ok success 1", "fetch ok success 3", "extract ok success 2"}, nil,
 		map[string]int{"search": 1, "fetch": 3, "extract": 2}},
-	{"refused", []string{"search deadline_too_small refused 0"},
+	{"refused", []string{"search deadline_too_small refused 0", "fetch deadline_too_small refused 0", "extract deadline_too_small refused 0"}, nil,
 		map[string]int{"search": 0, "fetch": 0, "extract": 0}},
+}
+
+// notRunLines summarises the steps never started as "step after step:
+// cause".
+func notRunLines(rec runRecord) []string {
+	var out []string
+	for _, n := range rec.NotRun {
+		out = append(out, fmt.Sprintf("%s after %s: %s", n.Name, n.After, n.Cause))
+	}
+	return out
 }
 
 // requestCounts returns how many requests each provider received.
@@ -120,6 +137,7 @@ func TestScenariosInMemory(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec, ps, _, _ := playInMemory(t, tc.name, defaultSeed)
 				assert.Equal(t, tc.calls, callLines(rec))
+				assert.Equal(t, tc.notRun, notRunLines(rec))
 				assert.Equal(t, tc.requests, requestCounts(ps))
 				sc, err := findScenario(tc.name)
 				require.NoError(t, err)
@@ -153,22 +171,45 @@ func TestScenarioTimingInMemory(t *testing.T) {
 			assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+f.Waits[0].Delay, f.Attempts[1].Start, "the retry starts when the backoff ends")
 		})
 	})
-	t.Run("tight: extract's lease is cut by the deadline, which ends it", func(t *testing.T) {
+	t.Run("tight: fetch's lease is cut by the deadline, which ends it, then extract is refused", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec, ps, _, err := playInMemory(t, "tight", defaultSeed)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, deadline.ErrDeadlineReached)
-			x := rec.Calls[2]
-			require.Len(t, x.Attempts, 1)
-			a := x.Attempts[0]
+			assert.ErrorIs(t, err, deadline.ErrDeadlineReached, "fetch's error is in the joined errors")
+			assert.ErrorIs(t, err, deadline.ErrRefused, "extract's error is in the joined errors")
+			require.Len(t, rec.Calls, 3)
+			f := rec.Calls[1]
+			require.Len(t, f.Attempts, 1)
+			a := f.Attempts[0]
 			assert.Equal(t, deadline.LimitDeadline, a.LimitedBy)
-			assert.Less(t, a.Granted, workExtract, "the lease is shorter than the work")
+			assert.Equal(t, 80*time.Millisecond, a.Granted, "110ms budget, less search's 10ms, less the 20ms floor")
+			assert.Less(t, a.Granted, f.Ceiling, "the lease is shorter than the ceiling")
+			assert.Less(t, a.Granted, workFetchTight, "the lease is shorter than the work")
 			assert.Equal(t, rec.Budget-rec.Floor, a.Start+a.Granted, "the lease ends at the deadline less the floor")
 			assert.Equal(t, deadline.EndedDeadline, a.EndedBy)
-			seen := ps.byStep["extract"].requests()
+			assert.Equal(t, a.Granted, a.Used, "the deadline ended it at the end of its lease")
+			seen := ps.byStep["fetch"].requests()
 			require.Len(t, seen, 1)
-			roundedUp := (a.Granted + time.Millisecond - 1).Truncate(time.Millisecond)
-			assert.Equal(t, roundedUp, seen[0].Budget, "the provider was told the lease in whole milliseconds, rounded up")
+			assert.Equal(t, 80*time.Millisecond, seen[0].Budget, "the provider was told the lease")
+
+			x := rec.Calls[2]
+			assert.Equal(t, deadline.ReasonRefused, x.Reason)
+			assert.Empty(t, x.Attempts, "refused before the first attempt")
+			assert.Equal(t, rec.Budget-rec.Floor, x.Start, "extract is asked for when fetch ends")
+			assert.Equal(t, rec.Floor, x.Left, "exactly the floor is left, and the floor is kept back")
+			assert.Empty(t, ps.byStep["extract"].requests())
+			assert.Empty(t, rec.NotRun)
+		})
+	})
+	t.Run("slow: the plan stops at fetch, extract is not run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rec, ps, _, err := playInMemory(t, "slow", defaultSeed)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
+			assert.Len(t, rec.Calls, 2)
+			assert.Equal(t, []notRunRecord{{Name: "extract", After: "fetch", Cause: "attempts_exhausted"}}, rec.NotRun)
+			assert.Empty(t, ps.byStep["extract"].requests())
+			assert.Equal(t, rec.Calls[1].End, rec.Used, "the run ends when fetch gives up")
 		})
 	})
 	t.Run("ratelimited: the first Retry-After is waited in full", func(t *testing.T) {
@@ -184,14 +225,23 @@ func TestScenarioTimingInMemory(t *testing.T) {
 			assert.Equal(t, 5*time.Second, f.Waits[1].Delay)
 			assert.False(t, f.Waits[1].Fits)
 			assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+time.Second, f.Attempts[1].Start)
+			x := rec.Calls[2]
+			require.Len(t, x.Attempts, 1, "throttled is a budget stop: extract still runs")
+			assert.Equal(t, f.End, x.Start, "extract starts as soon as fetch gives up, without waiting the 5s")
+			assert.Equal(t, deadline.LimitCeiling, x.Attempts[0].LimitedBy, "what is left is far more than extract's ceiling")
+			assert.Equal(t, workExtract, x.Attempts[0].Used)
 		})
 	})
-	t.Run("refused: nothing is sent", func(t *testing.T) {
+	t.Run("refused: every step is refused, nothing is sent", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec, _, sr, err := playInMemory(t, "refused", defaultSeed)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, deadline.ErrRefused)
-			assert.Empty(t, rec.Calls[0].Attempts)
+			require.Len(t, rec.Calls, 3, "every step is asked for, and refused")
+			for _, c := range rec.Calls {
+				assert.Empty(t, c.Attempts, c.Name)
+				assert.Equal(t, rec.Budget, c.Left, "%s: a refusal spends nothing", c.Name)
+			}
 			for _, s := range sr.Ended() {
 				assert.NotContains(t, []string{"client", "server"}, s.SpanKind().String(), "span %s: nothing went on the wire", s.Name())
 			}
@@ -212,5 +262,29 @@ func TestWaterfallColour(t *testing.T) {
 		assert.NotContains(t, plain.String(), "\x1b[")
 		assert.Contains(t, colour.String(), ansiRed+"deadline_too_small")
 		assert.Contains(t, colour.String(), ansiGreen+"ok")
+
+		rec, _, _, err = playInMemory(t, "slow", defaultSeed)
+		require.Error(t, err)
+		colour.Reset()
+		require.NoError(t, writeSummary(&colour, rec, true))
+		assert.Contains(t, colour.String(), "extract="+ansiDim+"not_run"+ansiReset)
+	})
+}
+
+// TestCheckSaysWhyAStepDidNotRun: when a scenario expects a step that the
+// plan never started, check says which step stopped the plan, and why.
+func TestCheckSaysWhyAStepDidNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, ps, _, err := playInMemory(t, "slow", defaultSeed)
+		require.Error(t, err)
+		sc, err := findScenario("slow")
+		require.NoError(t, err)
+		require.NoError(t, check(sc, rec, ps))
+
+		sc.want = append(sc.want, stepWant{"extract", expect{verdict: otelbudget.VerdictOK, reason: deadline.ReasonSuccess, attempts: 1, requests: 1}})
+		err = check(sc, rec, ps)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "extract: did not run (fetch stopped the plan with attempts_exhausted)")
+		assert.Contains(t, err.Error(), "extract: the provider received 0 requests, want 1")
 	})
 }
