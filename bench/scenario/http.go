@@ -106,25 +106,9 @@ type HTTPResults map[string]map[Mode][]*HTTPRun
 // library and mode, and the results they fill in once run (see RunAll).
 func PlanHTTP(hs []peers.HTTPClient, modes []Mode, c peers.Call, o Options, method string, body []byte,
 	reply func(int, time.Time, http.ResponseWriter, *http.Request)) (HTTPResults, []func()) {
-	res := HTTPResults{}
-	var mu sync.Mutex
-	var jobs []func()
-	for range o.Runs {
-		for _, m := range modes {
-			for _, h := range hs {
-				jobs = append(jobs, func() {
-					run := sendOnce(h, m, c, method, body, reply)
-					mu.Lock()
-					defer mu.Unlock()
-					if res[h.Name()] == nil {
-						res[h.Name()] = map[Mode][]*HTTPRun{}
-					}
-					res[h.Name()][m] = append(res[h.Name()][m], run)
-				})
-			}
-		}
-	}
-	return res, jobs
+	return plan(hs, modes, o, func(h peers.HTTPClient, m Mode) *HTTPRun {
+		return sendOnce(h, m, c, method, body, reply)
+	})
 }
 
 // RetryAfter3 is scenario 3's server: every request gets 503 with

@@ -175,20 +175,27 @@ type Results map[string]map[Mode][]*Run
 // mode, interleaving the libraries so that they share the machine's
 // conditions, and the Results they fill in once run (see RunAll).
 func PlanScenario(rs []peers.Retrier, c peers.Call, o Options, op func(*Run) peers.Op) (Results, []func()) {
-	res := Results{}
+	return plan(rs, Modes, o, func(r peers.Retrier, m Mode) *Run { return call(r, m, c, op) })
+}
+
+// plan returns o.Runs jobs per library and mode, interleaving the libraries
+// so that they share the machine's conditions; each job runs one and files
+// its result under the library's name and the mode.
+func plan[L interface{ Name() string }, R any](libs []L, modes []Mode, o Options, one func(L, Mode) R) (map[string]map[Mode][]R, []func()) {
+	res := map[string]map[Mode][]R{}
 	var mu sync.Mutex
 	var jobs []func()
 	for range o.Runs {
-		for _, m := range Modes {
-			for _, r := range rs {
+		for _, m := range modes {
+			for _, l := range libs {
 				jobs = append(jobs, func() {
-					run := call(r, m, c, op)
+					run := one(l, m)
 					mu.Lock()
 					defer mu.Unlock()
-					if res[r.Name()] == nil {
-						res[r.Name()] = map[Mode][]*Run{}
+					if res[l.Name()] == nil {
+						res[l.Name()] = map[Mode][]R{}
 					}
-					res[r.Name()][m] = append(res[r.Name()][m], run)
+					res[l.Name()][m] = append(res[l.Name()][m], run)
 				})
 			}
 		}
