@@ -4,28 +4,49 @@ GO            ?= go
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME      ?= 10s
 BENCHTIME     ?= 1s
-# Nested modules (bench/, the OTLP round-trip check) keep heavy or peer
-# dependencies out of the main go.mod; test and lint visit each of them.
+# Supported Go releases: the last two, as Go's own policy. The go line in
+# go.mod is the lowest (1.26.0); `make compat` vets and tests with the newer.
+GO_NEWER      ?= go1.27.4
+# Nested modules keep heavy or peer dependencies out of the root go.mod (the
+# root needs only the OpenTelemetry API and otelhttp): the demo with the SDK
+# and exporters, otelbudget's SDK-based tests, the OTLP round-trip check with
+# the Collector's pdata, and bench/ with the peer libraries. test and lint
+# visit each of them.
 SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' | sort))
 
-.PHONY: all test test-main test-sub demo bench bench-quick fuzz lint fmt vet staticcheck ci
+.PHONY: all test test-main test-sub consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci
 
 all: test
 
-## test: vet, then every test with the race detector, in every module.
-test: vet test-main test-sub
+## test: vet, then every test with the race detector, in every module, then
+## the module-graph check of a program that adopts the libraries.
+test: vet test-main test-sub consumer-check
 
 test-main:
 	$(GO) test -race -count=1 ./...
 
+# bench/ runs its short mode here; `make bench` runs the comparison in full.
 test-sub:
 	@set -e; for m in $(SUBMODULES); do \
-		echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 -short ./...); \
+		short=; case $$m in bench) short=-short;; esac; \
+		echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 $$short ./...); \
 	done
 
-## demo: the source article's agent run against loopback servers, exported to stdout.
+## consumer-check: a scratch module importing only deadline and deadlinehttp
+## gets no gRPC, OTel SDK, exporter, Prometheus or autoexport module.
+consumer-check:
+	@./.ci/consumer-check
+
+## compat: vet and test the root module with the newer supported Go release
+## (fetched as a toolchain module from the Go module proxy).
+compat:
+	GOTOOLCHAIN=$(GO_NEWER) $(GO) vet ./...
+	GOTOOLCHAIN=$(GO_NEWER) $(GO) test -count=1 ./...
+
+## demo: the source article's agent run against loopback servers, exported to
+## stdout. The demo is its own module (it needs the SDK and exporters).
 demo:
-	$(GO) run ./examples/tracedemo
+	cd examples/tracedemo && $(GO) run .
 
 ## bench: hot-path micro-benchmarks, then the side-by-side comparison with the peers.
 bench:
@@ -51,14 +72,17 @@ vet:
 fmt:
 	gofmt -w .
 
-## lint: gofmt check, vet and staticcheck (pinned, from the module proxy).
+## lint: gofmt check, vet (also for Windows and macOS) and staticcheck
+## (pinned, from the module proxy).
 lint: vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	GOOS=windows $(GO) vet ./...
+	GOOS=darwin $(GO) build ./...
 	$(GO) run $(STATICCHECK) ./...
 	@set -e; for m in $(SUBMODULES); do \
 		echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./...); \
 	done
 
-## ci: what CI gates: lint, the tests, bounded fuzzing.
-ci: lint test
+## ci: what CI gates: lint, the tests, the newer Go release, bounded fuzzing.
+ci: lint test compat
 	$(MAKE) fuzz FUZZTIME=15s

@@ -82,7 +82,7 @@ var observerBenchmarks = []struct{ name, label string }{
 const overHand = "BenchmarkObserverOverHand"
 
 // observerBench runs the observer benchmarks of package otelbudget with
-// go test -bench in the main module and renders them.
+// go test -bench in otelbudget's SDK test module and renders them.
 func observerBench(benchtime string, rounds int) (scenario.Table, error) {
 	t := scenario.Table{
 		Title:  "Scenario 7b: the otelbudget observer on the OpenTelemetry SDK versus the same spans by hand",
@@ -97,8 +97,8 @@ func observerBench(benchtime string, rounds int) (scenario.Table, error) {
 		names = append(names, b.name)
 	}
 	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "^("+strings.Join(names, "|")+")$", "-benchmem",
-		"-benchtime", benchtime, "-count", strconv.Itoa(rounds), "./otelbudget")
-	cmd.Dir = filepath.Dir(dir)
+		"-benchtime", benchtime, "-count", strconv.Itoa(rounds), ".")
+	cmd.Dir = filepath.Join(filepath.Dir(dir), "otelbudget", "test")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return t, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
@@ -143,6 +143,6 @@ func observerBench(benchtime string, rounds int) (scenario.Table, error) {
 			"The separate ns/op lines above ran at different moments and their ratio also measures the machine's load.",
 			overHand, m["obs-ns/call"], m["hand-ns/call"], m["observer/hand"], len(v)))
 	}
-	t.Notes = append(t.Notes, "From `"+strings.Join(cmd.Args, " ")+"` in the main module (otelbudget/bench_test.go), run by compare in the same session; the median of the rounds.")
+	t.Notes = append(t.Notes, "From `"+strings.Join(cmd.Args, " ")+"` in otelbudget/test (its SDK test module, bench_test.go), run by compare in the same session; the median of the rounds.")
 	return t, nil
 }

@@ -130,15 +130,15 @@ func startGRPCReceiver(t *testing.T, s *sink) string {
 	return "http://" + ln.Addr().String() // http://: no TLS
 }
 
-// buildDemo builds examples/tracedemo from the repository root, in the
-// main module, once per test binary.
+// buildDemo builds the demo in its own module (examples/tracedemo, the
+// parent directory).
 func buildDemo(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	dir, err := filepath.Abs("..")
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "tracedemo")
-	cmd := exec.Command("go", "build", "-o", bin, "./examples/tracedemo")
-	cmd.Dir = root
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build ./examples/tracedemo: %s", out)
 	return bin

@@ -1,4 +1,4 @@
-package otelbudget_test
+package test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package otelbudget_test
+package test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // An operation that fails once, retryably: a call span, two attempt spans,
 // and the verdict.
-func ExampleObserver_Hooks() {
+func Example_observerHooks() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
@@ -50,7 +50,7 @@ func ExampleObserver_Hooks() {
 }
 
 // The verdict of a call stopped by a server's Retry-After that did not fit.
-func ExampleVerdictOf() {
+func Example_verdictOf() {
 	fmt.Println(otelbudget.VerdictOf(deadline.CallResult{Reason: deadline.ReasonRetryAfterTooLong}))
 	fmt.Println(otelbudget.VerdictOf(deadline.CallResult{Reason: deadline.ReasonDeadline, CeilingTimeouts: 1}))
 	fmt.Println(otelbudget.VerdictOf(deadline.CallResult{Reason: deadline.ReasonDeadline}))

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package otelbudget_test
+package test
 
 import "time"
 

@@ -22,7 +22,7 @@ import (
 
 // A server that is busy once: the trace has the call span and one CLIENT
 // span per physical request, the resend carrying http.request.resend_count.
-func ExampleNewTransport() {
+func Example_newTransport() {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 1 {
