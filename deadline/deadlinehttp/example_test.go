@@ -65,10 +65,14 @@ func ExampleNewTransport() {
 // A server that takes the budget its callers send, clamps it to its own
 // maximum, and refuses work it has no time for.
 func ExampleNewHandler() {
-	h := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _ := deadline.FromContext(r.Context())
 		fmt.Fprintf(w, "budget %v", d.Budget())
 	}), deadlinehttp.WithMaxBudget(2*time.Second), deadlinehttp.WithFloor(50*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 

@@ -68,11 +68,14 @@ func FuzzParseBudget(f *testing.F) {
 		}
 		var got time.Duration
 		called := false
-		h := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, err := NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			called = true
 			dl, _ := deadline.FromContext(r.Context())
 			got = dl.Budget()
 		}), WithMaxBudget(clamp))
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header[DefaultHeader] = []string{v}
 		h.ServeHTTP(httptest.NewRecorder(), r)

@@ -26,7 +26,7 @@ type handlerConfig struct {
 	strip     bool
 	header    string
 	malformed func(r *http.Request, value string)
-	err       error // the first invalid option: every request answers 500
+	err       error // the first invalid option, returned by NewHandler
 }
 
 func (c *handlerConfig) fail(field string, value any, allowed string) {
@@ -39,7 +39,7 @@ func (c *handlerConfig) fail(field string, value any, allowed string) {
 // An inbound budget larger than d is clamped to d: a client can never grant
 // the server more time than it allows. A request with no budget header, or
 // a malformed one, or one stripped by [WithStripHeader], gets d. d <= 0 is
-// invalid (see [NewHandler]).
+// invalid, and so is a d at or below the floor (see [NewHandler]).
 func WithMaxBudget(d time.Duration) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
 		if d <= 0 {
@@ -53,7 +53,8 @@ func WithMaxBudget(d time.Duration) HandlerOption {
 // WithFloor sets the server's floor (default 0: no refusal). A request whose
 // budget, after the clamp, is at or below d is answered at once with 504
 // Gateway Timeout and a [RefusedHeader], and the wrapped handler is not
-// called: the work could not finish in time. d < 0 is invalid (see
+// called: the work could not finish in time. d < 0 is invalid, and so is a
+// d at or above the maximum, which would refuse every request (see
 // [NewHandler]).
 func WithFloor(d time.Duration) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
@@ -107,28 +108,41 @@ func WithMalformed(f func(r *http.Request, value string)) HandlerOption {
 // carries an earlier deadline, that one is kept.
 //
 // A budget at or below the floor ([WithFloor]) is refused: the response is
-// 504 Gateway Timeout with [RefusedHeader] and a one-line text body, and
-// next is not called.
+// 504 Gateway Timeout with [RefusedHeader] and a one-line text body that
+// repeats the header ("deadline budget too small: budget-ms=5,
+// floor-ms=20"), and next is not called. Nothing else about the server's
+// configuration appears in any response.
 //
 // Otherwise next runs with a request whose context carries the Deadline
 // ([deadline.NewContext]) and ends at it ([deadline.Deadline.Scope]), so
 // that [deadline.FromContext], ctx.Done() and a [Transport] used inside the
 // handler all spend the same budget.
 //
-// Invalid options do not panic: every request is then answered 500 with
-// the [*deadline.PolicyError] message naming the option, and next is never
-// called.
-func NewHandler(next http.Handler, opts ...HandlerOption) http.Handler {
+// # Errors
+//
+// NewHandler checks its arguments once, here, never per request: a nil
+// next, WithMaxBudget(d <= 0), WithFloor(d < 0), a floor at or above the
+// maximum (every request would be refused), and a header name that is not an
+// HTTP token. It then returns a nil handler and a [*deadline.PolicyError]
+// naming the first problem (errors.Is(err, [deadline.ErrInvalidPolicy])).
+// Nil options are ignored.
+func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) {
 	c := handlerConfig{max: DefaultMaxBudget, header: DefaultHeader}
+	if next == nil {
+		c.fail("deadlinehttp.NewHandler next", "<nil>", "a non-nil http.Handler")
+	}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	if next == nil && c.err == nil {
-		c.fail("deadlinehttp.NewHandler next", "nil", "a non-nil http.Handler")
+	if c.floor >= c.max {
+		c.fail("deadlinehttp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
 	}
-	return &handler{next: next, cfg: c}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &handler{next: next, cfg: c}, nil
 }
 
 type handler struct {
@@ -137,14 +151,11 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.cfg.err != nil {
-		http.Error(w, h.cfg.err.Error(), http.StatusInternalServerError)
-		return
-	}
 	budget := h.inbound(r)
 	if budget <= h.cfg.floor {
-		w.Header().Set(RefusedHeader, "budget-ms="+FormatBudget(budget)+", floor-ms="+FormatBudget(h.cfg.floor))
-		http.Error(w, "deadline budget "+budget.String()+" is at or below this server's "+h.cfg.floor.String()+" floor", http.StatusGatewayTimeout)
+		refused := "budget-ms=" + FormatBudget(budget) + ", floor-ms=" + FormatBudget(h.cfg.floor)
+		w.Header().Set(RefusedHeader, refused)
+		http.Error(w, "deadline budget too small: "+refused, http.StatusGatewayTimeout)
 		return
 	}
 	d := deadline.New(budget)

@@ -2,7 +2,6 @@ package deadlinehttp_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -57,7 +56,9 @@ func serve(t *testing.T, parent context.Context, header []string, opts ...deadli
 			r.Header.Add(deadlinehttp.DefaultHeader, v)
 		}
 		rec := httptest.NewRecorder()
-		deadlinehttp.NewHandler(next, opts...).ServeHTTP(rec, r)
+		h, err := deadlinehttp.NewHandler(next, opts...)
+		require.NoError(t, err)
+		h.ServeHTTP(rec, r)
 		s.code, s.refused, s.body = rec.Code, rec.Header().Get(deadlinehttp.RefusedHeader), rec.Body.String()
 	})
 	return s
@@ -129,7 +130,7 @@ func TestHandlerFloorRefuses(t *testing.T) {
 	assert.False(t, s.called)
 	assert.Equal(t, http.StatusGatewayTimeout, s.code)
 	assert.Equal(t, "budget-ms=5, floor-ms=20", s.refused)
-	assert.Contains(t, s.body, "5ms is at or below this server's 20ms floor")
+	assert.Equal(t, "deadline budget too small: budget-ms=5, floor-ms=20\n", s.body, "the body repeats the public header, nothing else")
 
 	s = serve(t, nil, []string{"20"}, floor)
 	assert.False(t, s.called, "at the floor is refused")
@@ -140,10 +141,6 @@ func TestHandlerFloorRefuses(t *testing.T) {
 	assert.Equal(t, 21*time.Millisecond, s.budget)
 	assert.Empty(t, s.refused)
 
-	// The floor applies after the clamp.
-	s = serve(t, nil, []string{"5000"}, floor, deadlinehttp.WithMaxBudget(15*time.Millisecond))
-	assert.False(t, s.called)
-	assert.Equal(t, "budget-ms=15, floor-ms=20", s.refused)
 }
 
 // TestHandlerStrip: at a trust edge the header is removed and ignored.
@@ -171,10 +168,11 @@ func TestHandlerKeepsEarlierOuterDeadline(t *testing.T) {
 func TestHandlerInboundHeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var got time.Duration
-		h := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d, _ := deadline.FromContext(r.Context())
 			got = d.Budget()
 		}), deadlinehttp.WithInboundHeader("X-Budget"))
+		require.NoError(t, err)
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("X-Budget", "250")
 		r.Header.Set(deadlinehttp.DefaultHeader, "100")
@@ -183,31 +181,50 @@ func TestHandlerInboundHeader(t *testing.T) {
 	})
 }
 
-// TestHandlerInvalidOptions: a misconfigured middleware answers 500 naming
-// the option and never calls next.
-func TestHandlerInvalidOptions(t *testing.T) {
+// mustHandler is NewHandler's handler, for tests whose options are valid.
+func mustHandler(h http.Handler, err error) http.Handler {
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// TestNewHandlerInvalid: a misconfigured middleware is an error at
+// construction, naming the option; there is no handler to answer requests.
+func TestNewHandlerInvalid(t *testing.T) {
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	cases := []struct {
-		opt  deadlinehttp.HandlerOption
+		next http.Handler
+		opts []deadlinehttp.HandlerOption
 		want string
 	}{
-		{deadlinehttp.WithMaxBudget(0), "deadlinehttp.WithMaxBudget 0s: must be > 0"},
-		{deadlinehttp.WithFloor(-time.Millisecond), "deadlinehttp.WithFloor -1ms: must be >= 0"},
-		{deadlinehttp.WithInboundHeader(""), "deadlinehttp.WithInboundHeader"},
-		{deadlinehttp.WithInboundHeader("a b"), "deadlinehttp.WithInboundHeader a b"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(0)}, "deadline: invalid deadlinehttp.WithMaxBudget 0s: must be > 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(-time.Second)}, "deadline: invalid deadlinehttp.WithMaxBudget -1s: must be > 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(-time.Millisecond)}, "deadline: invalid deadlinehttp.WithFloor -1ms: must be >= 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithInboundHeader("")}, "deadline: invalid deadlinehttp.WithInboundHeader : must be an HTTP token"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithInboundHeader("a b")}, "deadline: invalid deadlinehttp.WithInboundHeader a b: must be an HTTP token"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(time.Second), deadlinehttp.WithMaxBudget(time.Second)},
+			"deadline: invalid deadlinehttp.WithFloor 1s: must be below the maximum budget 1s (WithMaxBudget), or every request is refused"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(time.Second), deadlinehttp.WithFloor(2 * time.Second)},
+			"deadline: invalid deadlinehttp.WithFloor 2s: must be below the maximum budget 1s (WithMaxBudget), or every request is refused"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(time.Minute)},
+			"deadline: invalid deadlinehttp.WithFloor 1m0s: must be below the maximum budget 30s (WithMaxBudget), or every request is refused"},
+		{nil, nil, "deadline: invalid deadlinehttp.NewHandler next <nil>: must be a non-nil http.Handler"},
+		{nil, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(-1)}, "deadlinehttp.NewHandler next"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
-			called := false
-			h := deadlinehttp.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }), tc.opt)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-			assert.False(t, called)
-			assert.Equal(t, http.StatusInternalServerError, rec.Code)
-			body, _ := io.ReadAll(rec.Body)
-			assert.Contains(t, string(body), tc.want)
+			h, err := deadlinehttp.NewHandler(tc.next, tc.opts...)
+			require.Error(t, err)
+			assert.Nil(t, h)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+			var pe *deadline.PolicyError
+			require.ErrorAs(t, err, &pe)
 		})
 	}
-	rec := httptest.NewRecorder()
-	deadlinehttp.NewHandler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+
+	h, err := deadlinehttp.NewHandler(ok, nil, deadlinehttp.WithFloor(time.Second-1), nil)
+	require.NoError(t, err, "nil options are ignored; a floor just below the maximum is valid")
+	assert.NotNil(t, h)
 }
