@@ -76,7 +76,7 @@ func ExampleNewHandler() {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	for _, budget := range []string{"800", "60000", "garbage", "10"} {
+	for _, budget := range []string{"800", "60000", "garbage", "800, 90", "10", "0"} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		req.Header.Set(deadlinehttp.DefaultHeader, budget)
 		resp, err := srv.Client().Do(req)
@@ -96,7 +96,9 @@ func ExampleNewHandler() {
 	// 800: budget 800ms
 	// 60000: budget 2s
 	// garbage: budget 2s
+	// 800, 90: budget 90ms
 	// 10: 504 Deadline-Refused: budget-ms=10, floor-ms=50
+	// 0: 504 Deadline-Refused: budget-ms=0, floor-ms=50
 }
 
 func ExampleParseRetryAfter() {

@@ -144,7 +144,20 @@ func WithAdmission(f func(r *http.Request, a Admission)) HandlerOption {
 // arrival (or the outer deadline itself when that one set the budget), and
 // ends at it ([deadline.Deadline.Scope]), so that [deadline.FromContext],
 // ctx.Done() and a [Transport] used inside the handler all spend the same
-// budget.
+// budget. The middleware writes nothing after next returns, and it does not
+// recover a panic in next: it releases the scope and lets the panic go on.
+//
+// # When the lease ends
+//
+// The caller granted this request its own attempt's lease: when the
+// context is done with [context.DeadlineExceeded] (context.Cause
+// [deadline.ErrDeadlineReached] when this middleware's deadline ended it),
+// the caller has stopped waiting. next should stop its work and return
+// promptly, and never answer as if it had succeeded with a partial result.
+// If it has written nothing yet it may answer 504 Gateway Timeout, or
+// panic with [http.ErrAbortHandler] to drop the connection without an
+// answer (net/http logs nothing; nobody reads the answer either way).
+// Whatever it writes after the deadline is likely discarded by the client.
 //
 // # Errors
 //

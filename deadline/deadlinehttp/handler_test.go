@@ -2,6 +2,7 @@ package deadlinehttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -478,6 +479,68 @@ func TestLimitAndRefusalNames(t *testing.T) {
 	assert.Equal(t, "spent", deadlinehttp.RefusalSpent.String())
 	assert.Equal(t, "floor", deadlinehttp.RefusalFloor.String())
 	assert.Equal(t, "unknown", deadlinehttp.Refusal(9).String())
+}
+
+// recordingWriter records every call made on it, and fails the test when
+// one comes after next returned.
+type recordingWriter struct {
+	t        *testing.T
+	returned bool // next has returned
+	header   http.Header
+	calls    []string
+}
+
+func (w *recordingWriter) Header() http.Header { w.note("Header"); return w.header }
+func (w *recordingWriter) Write(b []byte) (int, error) {
+	w.note("Write " + string(b))
+	return len(b), nil
+}
+func (w *recordingWriter) WriteHeader(code int) { w.note("WriteHeader " + http.StatusText(code)) }
+func (w *recordingWriter) note(call string) {
+	if w.returned {
+		w.t.Errorf("%s after next returned", call)
+	}
+	w.calls = append(w.calls, call)
+}
+
+// TestHandlerWritesNothingAfterNext: a handler whose lease ends returns
+// without writing (or aborts); the middleware adds nothing once next has
+// returned, and lets the abort through.
+func TestHandlerWritesNothingAfterNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &recordingWriter{t: t, header: http.Header{}}
+		var cause error
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			defer func() { w.returned = true }()
+			<-r.Context().Done() // the work outlives the lease
+			cause = context.Cause(r.Context())
+		}), deadlinehttp.WithFloor(5*time.Millisecond))
+		require.NoError(t, err)
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set(deadlinehttp.DefaultHeader, "40")
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		assert.Equal(t, 40*time.Millisecond, time.Since(start))
+		assert.ErrorIs(t, cause, deadline.ErrDeadlineReached)
+		assert.Empty(t, w.calls)
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		w := &recordingWriter{t: t, header: http.Header{}}
+		var done context.Context
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			defer func() { w.returned = true }()
+			done = r.Context()
+			<-done.Done()
+			panic(http.ErrAbortHandler)
+		}))
+		require.NoError(t, err)
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set(deadlinehttp.DefaultHeader, "40")
+		assert.PanicsWithValue(t, http.ErrAbortHandler, func() { h.ServeHTTP(w, r) }, "the abort reaches net/http")
+		assert.Empty(t, w.calls)
+		assert.True(t, errors.Is(done.Err(), context.DeadlineExceeded))
+	})
 }
 
 // TestHandlerOnTheWire: over loopback, through a proxy that appends its own
