@@ -9,12 +9,15 @@
 // budget, in one header ([DefaultHeader], "Deadline-Budget-Ms"): whole
 // milliseconds, rounded up, 1 to 10 digits ([FormatBudget], [ParseBudget]).
 // Only a duration crosses the wire, never an instant, so the two sides need
-// no common clock. The receiver converts it to a local deadline on arrival,
-// clamps it to its own maximum, refuses it with 504 and [RefusedHeader] when
-// it is at or below its floor, ignores a malformed value, and can strip the
-// header at a trust edge. docs/propagation.md in the repository describes
-// the format and its precedents (gRPC grpc-timeout, Connect
-// connect-timeout-ms, Envoy x-envoy-expected-rq-timeout-ms).
+// no common clock. The receiver reads the header as a list and keeps its
+// smallest valid value, converts it to a local deadline on arrival, clamps
+// it to its own maximum and to any deadline the request already has,
+// refuses it with 504 and [RefusedHeader] when it is at or below its floor
+// (an explicit 0 is a budget already spent), reports and ignores malformed
+// values, and can strip the header at a trust edge. docs/propagation.md in
+// the repository describes the format and its precedents (gRPC
+// grpc-timeout, Connect connect-timeout-ms, Envoy
+// x-envoy-expected-rq-timeout-ms).
 //
 // # Client
 //
@@ -28,10 +31,31 @@
 //
 // # Server
 //
+// [NewHandler] checks its options once and returns an error
+// ([*deadline.PolicyError]) for a contradictory or invalid one; the handler
+// it returns never answers 500 on its own account. For each request it
+// reads every line of the budget header, split at commas, and keeps the
+// smallest valid value: a proxy that adds a line cannot raise the budget,
+// and a duplicated line is read as itself, not as malformed. Invalid values
+// are reported to [WithMalformed] (at most [MaxMalformedValue] bytes of
+// them) and ignored.
+//
+// The effective budget is the smallest of the header's value, the server's
+// maximum ([WithMaxBudget]) and the time left on a deadline the request's
+// context already carries (an outer layer's). At or below the floor
+// ([WithFloor]), or spent (a header of 0, an outer deadline already past),
+// the request is refused with 504 and [RefusedHeader], and the body says
+// only that the budget was too small. [WithAdmission] reports each decision
+// as an [Admission], for telemetry.
+//
 // A handler wrapped by [NewHandler] finds the budget in its request's
 // context, both as a [deadline.Deadline] and as the context's deadline, so
 // a Transport used inside it spends what is left of the same budget: the
-// next hop sees a smaller budget than this one received.
+// next hop sees a smaller budget than this one received. When that context
+// is done the caller has stopped waiting: the handler should return
+// promptly, without a success it did not finish (see [NewHandler]). With
+// [WithStripHeader] the handler receives a copy of the request without the
+// header; the inbound request is never modified.
 //
 // The package imports the standard library and [deadline] only.
 package deadlinehttp

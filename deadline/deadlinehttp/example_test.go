@@ -65,14 +65,18 @@ func ExampleNewTransport() {
 // A server that takes the budget its callers send, clamps it to its own
 // maximum, and refuses work it has no time for.
 func ExampleNewHandler() {
-	h := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _ := deadline.FromContext(r.Context())
 		fmt.Fprintf(w, "budget %v", d.Budget())
 	}), deadlinehttp.WithMaxBudget(2*time.Second), deadlinehttp.WithFloor(50*time.Millisecond))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	for _, budget := range []string{"800", "60000", "garbage", "10"} {
+	for _, budget := range []string{"800", "60000", "garbage", "800, 90", "10", "0"} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		req.Header.Set(deadlinehttp.DefaultHeader, budget)
 		resp, err := srv.Client().Do(req)
@@ -92,7 +96,9 @@ func ExampleNewHandler() {
 	// 800: budget 800ms
 	// 60000: budget 2s
 	// garbage: budget 2s
+	// 800, 90: budget 90ms
 	// 10: 504 Deadline-Refused: budget-ms=10, floor-ms=50
+	// 0: 504 Deadline-Refused: budget-ms=0, floor-ms=50
 }
 
 func ExampleParseRetryAfter() {

@@ -2,7 +2,6 @@ package deadlinehttp
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -26,7 +25,8 @@ type handlerConfig struct {
 	strip     bool
 	header    string
 	malformed func(r *http.Request, value string)
-	err       error // the first invalid option: every request answers 500
+	admission func(r *http.Request, a Admission)
+	err       error // the first invalid option, returned by NewHandler
 }
 
 func (c *handlerConfig) fail(field string, value any, allowed string) {
@@ -38,8 +38,9 @@ func (c *handlerConfig) fail(field string, value any, allowed string) {
 // WithMaxBudget sets the server's own maximum (default [DefaultMaxBudget]).
 // An inbound budget larger than d is clamped to d: a client can never grant
 // the server more time than it allows. A request with no budget header, or
-// a malformed one, or one stripped by [WithStripHeader], gets d. d <= 0 is
-// invalid (see [NewHandler]).
+// a malformed one without a valid member, or one stripped by
+// [WithStripHeader], gets d. d <= 0 is invalid, and so is a d at or below
+// the floor (see [NewHandler]).
 func WithMaxBudget(d time.Duration) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
 		if d <= 0 {
@@ -50,11 +51,12 @@ func WithMaxBudget(d time.Duration) HandlerOption {
 	})
 }
 
-// WithFloor sets the server's floor (default 0: no refusal). A request whose
-// budget, after the clamp, is at or below d is answered at once with 504
+// WithFloor sets the server's floor (default 0). A request whose effective
+// budget (see [NewHandler]) is at or below d is answered at once with 504
 // Gateway Timeout and a [RefusedHeader], and the wrapped handler is not
-// called: the work could not finish in time. d < 0 is invalid (see
-// [NewHandler]).
+// called: the work could not finish in time. With the default 0 only a
+// budget already spent is refused. d < 0 is invalid, and so is a d at or
+// above the maximum, which would refuse every request (see [NewHandler]).
 func WithFloor(d time.Duration) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
 		if d < 0 {
@@ -66,9 +68,11 @@ func WithFloor(d time.Duration) HandlerOption {
 }
 
 // WithStripHeader makes the middleware a trust edge: the inbound budget
-// header is ignored and removed from the request before the wrapped handler
-// sees it, and every request gets the maximum budget ([WithMaxBudget]). Use
-// it where requests come from clients whose budget you do not accept.
+// header is ignored, and the wrapped handler receives a copy of the request
+// without it (the inbound request itself is not modified); every request
+// gets the maximum budget ([WithMaxBudget]), or less if its context ends
+// sooner. Use it where requests come from clients whose budget you do not
+// accept.
 func WithStripHeader() HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.strip = true })
 }
@@ -86,49 +90,101 @@ func WithInboundHeader(name string) HandlerOption {
 	})
 }
 
-// WithMalformed sets a function called, on the request's goroutine, with the
-// request and the header's value whenever the budget header is present but
-// malformed (see [ParseBudget]; several header lines are joined with ", "
-// and count as malformed). Use it to count or log; the header is ignored
-// either way. A nil f calls nothing.
+// WithMalformed sets a function called, on the request's goroutine and at
+// most once per request, when the budget header is present but malformed:
+// a member is not 1 to 10 ASCII digits, or the header holds no member at
+// all (see [NewHandler]). value is the header's first [MaxMalformedValue]
+// bytes, its lines joined with ", ": enough to log or to recognise, never
+// the whole of a header a client made huge. Use it to count or log; the
+// valid members, if any, still count. A nil f calls nothing.
 func WithMalformed(f func(r *http.Request, value string)) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.malformed = f })
+}
+
+// WithAdmission sets a function called once per request, on the request's
+// goroutine, with what the middleware decided ([Admission]): after the
+// header was read (and [WithMalformed] called), and before next runs or the
+// refusal is written. r is the request as it arrived: its context does not
+// carry the budget yet, and a stripped header is still in its Header. f
+// must not modify r. Use it for telemetry: an attribute on the server span,
+// a histogram of inbound budgets, a counter of refusals. A nil f calls
+// nothing.
+func WithAdmission(f func(r *http.Request, a Admission)) HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) { c.admission = f })
 }
 
 // NewHandler returns middleware that gives every request a budget and runs
 // next under it.
 //
 // On arrival it reads the budget header ([DefaultHeader],
-// [WithInboundHeader]; the milliseconds the caller's attempt was granted,
-// see [ParseBudget]) and converts it to a local [deadline.Deadline] starting
-// now, clamped to the server's maximum ([WithMaxBudget]). No header, a
-// malformed one (reported to [WithMalformed]) or a stripped one
-// ([WithStripHeader]) gives the maximum. If the request's context already
-// carries an earlier deadline, that one is kept.
+// [WithInboundHeader]) as an RFC 9110 list: every line, split at commas,
+// each member 1 to 10 ASCII digits of milliseconds (see [ParseBudget]),
+// spaces and tabs around members and empty members ignored. The smallest
+// valid member counts, so a proxy that adds a line or joins lines can lower
+// the budget but never raise it. An explicit 0 is a budget already spent.
+// Invalid members, or a header with no member, are reported to
+// [WithMalformed] (a bounded prefix of the value) and ignored.
+// [WithStripHeader] ignores the header altogether.
 //
-// A budget at or below the floor ([WithFloor]) is refused: the response is
-// 504 Gateway Timeout with [RefusedHeader] and a one-line text body, and
-// next is not called.
+// The effective budget is the smallest of three limits: the header's
+// budget (when one is valid), the server's maximum ([WithMaxBudget],
+// always), and the time left on a deadline the request's context already
+// has (its own, or a [deadline.Deadline] stored in it: an outer layer's
+// limit). [WithAdmission] observes the result ([Admission]).
 //
-// Otherwise next runs with a request whose context carries the Deadline
-// ([deadline.NewContext]) and ends at it ([deadline.Deadline.Scope]), so
-// that [deadline.FromContext], ctx.Done() and a [Transport] used inside the
-// handler all spend the same budget.
+// A request whose effective budget is at or below the floor ([WithFloor];
+// zero when nothing is left, whatever the floor) is refused: the response is
+// 504 Gateway Timeout with [RefusedHeader] and a one-line text body that
+// repeats the header ("deadline budget too small: budget-ms=5,
+// floor-ms=20"), and next is not called. Nothing else about the server's
+// configuration appears in any response.
 //
-// Invalid options do not panic: every request is then answered 500 with
-// the [*deadline.PolicyError] message naming the option, and next is never
-// called.
-func NewHandler(next http.Handler, opts ...HandlerOption) http.Handler {
+// Otherwise next runs with a shallow copy of the request whose context
+// carries a [deadline.Deadline] of the effective budget, starting on
+// arrival (or the outer deadline itself when that one set the budget), and
+// ends at it ([deadline.Deadline.Scope]), so that [deadline.FromContext],
+// ctx.Done() and a [Transport] used inside the handler all spend the same
+// budget. The middleware writes nothing after next returns, and it does not
+// recover a panic in next: it releases the scope and lets the panic go on.
+//
+// # When the lease ends
+//
+// The caller granted this request its own attempt's lease: when the
+// context is done with [context.DeadlineExceeded] (context.Cause
+// [deadline.ErrDeadlineReached] when this middleware's deadline ended it),
+// the caller has stopped waiting. next should stop its work and return
+// promptly, and never answer as if it had succeeded with a partial result.
+// If it has written nothing yet it may answer 504 Gateway Timeout, or
+// panic with [http.ErrAbortHandler] to drop the connection without an
+// answer (net/http logs nothing; nobody reads the answer either way).
+// Whatever it writes after the deadline is likely discarded by the client.
+//
+// # Errors
+//
+// NewHandler checks its arguments once, here, never per request: a nil
+// next, WithMaxBudget(d <= 0), WithFloor(d < 0), a floor at or above the
+// maximum (every request would be refused), and a header name that is not an
+// HTTP token. It then returns a nil handler and a [*deadline.PolicyError]
+// naming the first problem (errors.Is(err, [deadline.ErrInvalidPolicy])).
+// Nil options are ignored.
+func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) {
 	c := handlerConfig{max: DefaultMaxBudget, header: DefaultHeader}
+	if next == nil {
+		c.fail("deadlinehttp.NewHandler next", "<nil>", "a non-nil http.Handler")
+	}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	if next == nil && c.err == nil {
-		c.fail("deadlinehttp.NewHandler next", "nil", "a non-nil http.Handler")
+	if c.floor >= c.max {
+		c.fail("deadlinehttp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
 	}
-	return &handler{next: next, cfg: c}
+	if c.err != nil {
+		return nil, c.err
+	}
+	c.header = http.CanonicalHeaderKey(c.header) // looked up in the header map directly
+	return &handler{next: next, cfg: c}, nil
 }
 
 type handler struct {
@@ -137,42 +193,69 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.cfg.err != nil {
-		http.Error(w, h.cfg.err.Error(), http.StatusInternalServerError)
+	a, outer := h.admit(r)
+	if h.cfg.admission != nil {
+		h.cfg.admission(r, a)
+	}
+	if a.Refused() {
+		refused := "budget-ms=" + refusedMs(a.Budget) + ", floor-ms=" + refusedMs(a.Floor)
+		w.Header().Set(RefusedHeader, refused)
+		http.Error(w, "deadline budget too small: "+refused, http.StatusGatewayTimeout)
 		return
 	}
-	budget := h.inbound(r)
-	if budget <= h.cfg.floor {
-		w.Header().Set(RefusedHeader, "budget-ms="+FormatBudget(budget)+", floor-ms="+FormatBudget(h.cfg.floor))
-		http.Error(w, "deadline budget "+budget.String()+" is at or below this server's "+h.cfg.floor.String()+" floor", http.StatusGatewayTimeout)
-		return
-	}
-	d := deadline.New(budget)
-	if outer, ok := deadline.FromContext(r.Context()); ok && outer.End().Before(d.End()) {
-		d = outer
+	d := outer
+	if a.Limit != LimitContext {
+		d = deadline.New(a.Budget)
 	}
 	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
 	defer cancel()
-	h.next.ServeHTTP(w, r.WithContext(ctx))
+	inner := r.WithContext(ctx)
+	if a.HeaderStripped {
+		inner.Header = r.Header.Clone() // the inbound request is not ours to modify
+		inner.Header.Del(h.cfg.header)
+	}
+	h.next.ServeHTTP(w, inner)
 }
 
-// inbound returns the request's budget: the header's, clamped, or the max.
-func (h *handler) inbound(r *http.Request) time.Duration {
-	if h.cfg.strip {
-		r.Header.Del(h.cfg.header)
-		return h.cfg.max
-	}
-	vals := r.Header.Values(h.cfg.header)
-	if len(vals) == 0 {
-		return h.cfg.max
-	}
-	if len(vals) == 1 {
-		if d, ok := ParseBudget(vals[0]); ok {
-			return min(d, h.cfg.max)
+// admit reads the request's budget header and context and decides its
+// budget. outer is the context's deadline when Limit is LimitContext.
+func (h *handler) admit(r *http.Request) (a Admission, outer deadline.Deadline) {
+	a = Admission{MaxBudget: h.cfg.max, Floor: h.cfg.floor, Budget: h.cfg.max, Limit: LimitMax}
+	lines := r.Header[h.cfg.header]
+	a.HeaderPresent = len(lines) > 0
+	switch {
+	case h.cfg.strip:
+		a.HeaderStripped = a.HeaderPresent
+	case a.HeaderPresent:
+		l := parseBudgetList(lines)
+		a.HeaderValid, a.HeaderBudget, a.HeaderMalformed = l.valid, l.min, l.malformed
+		if l.malformed && h.cfg.malformed != nil {
+			h.cfg.malformed(r, malformedPrefix(lines))
+		}
+		if l.valid && l.min <= a.Budget {
+			a.Budget, a.Limit = l.min, LimitHeader
 		}
 	}
-	if h.cfg.malformed != nil {
-		h.cfg.malformed(r, strings.Join(vals, ", "))
+	if d, ok := deadline.FromContext(r.Context()); ok {
+		a.HasContextDeadline, a.ContextRemaining = true, d.Remaining()
+		if a.ContextRemaining < a.Budget {
+			a.Budget, a.Limit, outer = max(a.ContextRemaining, 0), LimitContext, d
+		}
 	}
-	return h.cfg.max
+	switch {
+	case a.Budget <= 0:
+		a.Refusal = RefusalSpent
+	case a.Budget <= a.Floor:
+		a.Refusal = RefusalFloor
+	}
+	return a, outer
+}
+
+// refusedMs writes a duration for [RefusedHeader]: whole milliseconds
+// rounded up, and 0 for nothing (FormatBudget never writes 0).
+func refusedMs(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	return FormatBudget(d)
 }

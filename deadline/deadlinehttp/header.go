@@ -2,7 +2,9 @@ package deadlinehttp
 
 import (
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultHeader is the request header that carries an attempt's granted
@@ -12,10 +14,12 @@ import (
 const DefaultHeader = "Deadline-Budget-Ms"
 
 // RefusedHeader is the response header [NewHandler] sets on the 504 it
-// answers when the inbound budget is at or below the server's floor. Its
-// value is an RFC 8941 dictionary of two integers in milliseconds, the
-// budget the request arrived with (after the clamp, rounded up) and the
-// server's floor (rounded up), e.g. "budget-ms=5, floor-ms=20".
+// answers when a request's effective budget is at or below the server's
+// floor, or spent. Its value is an RFC 8941 dictionary of two integers in
+// milliseconds, rounded up: the effective budget the request arrived with
+// (after the clamp to the maximum and to the context's deadline; 0 when
+// nothing was left) and the server's floor, e.g. "budget-ms=5, floor-ms=20"
+// or "budget-ms=0, floor-ms=0".
 //
 // The [Transport] never retries a 504 that carries this header: the next
 // attempt would arrive with even less and be refused again.
@@ -51,9 +55,24 @@ func FormatBudget(d time.Duration) string {
 // writes: 1 to 10 ASCII digits (leading zeros allowed within the 10) whose
 // value is at least 1, read as milliseconds. It reports false for anything
 // else: an empty value, a sign, spaces, a unit or a fraction, more than 10
-// digits, or zero (which some peers read as "no limit"). A true result is
-// always in [1ms, MaxBudget].
+// digits, a list of several values, or zero (which some peers read as "no
+// limit"). A true result is always in [1ms, MaxBudget].
+//
+// ParseBudget reads one value as a sender writes it. [NewHandler] reads the
+// whole header as a list: several lines or comma-separated values give the
+// smallest, and an explicit 0 is a budget already spent, refused with 504
+// (see [NewHandler]).
 func ParseBudget(value string) (time.Duration, bool) {
+	d, ok := parseBudgetMember(value)
+	if !ok || d < time.Millisecond {
+		return 0, false
+	}
+	return d, true
+}
+
+// parseBudgetMember parses 1 to 10 ASCII digits as milliseconds, zero
+// included: the syntax of one member of the budget header.
+func parseBudgetMember(value string) (time.Duration, bool) {
 	if len(value) == 0 || len(value) > maxBudgetDigits {
 		return 0, false
 	}
@@ -65,8 +84,80 @@ func ParseBudget(value string) (time.Duration, bool) {
 		}
 		ms = ms*10 + int64(c-'0') // 10 digits cannot overflow int64
 	}
-	if ms < 1 {
-		return 0, false
-	}
 	return time.Duration(ms) * time.Millisecond, true
+}
+
+// budgetList is what the lines of a budget header held, read as an RFC 9110
+// list (§5.6.1): members separated by commas, with optional spaces and tabs
+// around each, empty members ignored.
+type budgetList struct {
+	min       time.Duration // the smallest valid member, 0 included; 0 when !valid
+	valid     bool          // at least one member was 1 to 10 digits
+	malformed bool          // a member was not, or the lines held no member at all
+}
+
+// parseBudgetList reads every line of the header and keeps the smallest
+// valid member. A proxy that appends a line, or joins lines with commas,
+// can therefore lower the budget but never raise it. The scan is linear in
+// the header's length and allocates nothing.
+func parseBudgetList(lines []string) budgetList {
+	var l budgetList
+	members := 0
+	for _, line := range lines {
+		for rest, more := line, true; more; {
+			var member string
+			member, rest, more = strings.Cut(rest, ",")
+			member = strings.Trim(member, " \t")
+			if member == "" {
+				continue
+			}
+			members++
+			d, ok := parseBudgetMember(member)
+			switch {
+			case !ok:
+				l.malformed = true
+			case !l.valid || d < l.min:
+				l.min, l.valid = d, true
+			}
+		}
+	}
+	if members == 0 {
+		l.malformed = true
+	}
+	return l
+}
+
+// MaxMalformedValue is the most of a malformed budget header that
+// [WithMalformed] receives: its first 64 bytes (the lines joined with ", "),
+// cut back to the start of a UTF-8 sequence the cut would split. A header
+// can be as long as the server's header limit allows (net/http: 1 MiB); a
+// log line or a metric label needs only enough to recognise it.
+const MaxMalformedValue = 64
+
+// malformedPrefix returns the first MaxMalformedValue bytes of the lines
+// joined with ", ", without building the whole join.
+func malformedPrefix(lines []string) string {
+	if len(lines) == 1 && len(lines[0]) <= MaxMalformedValue {
+		return lines[0]
+	}
+	const limit = MaxMalformedValue + 1 // one byte more shows whether the cut splits a rune
+	buf := make([]byte, 0, limit)
+	add := func(s string) { buf = append(buf, s[:min(len(s), limit-len(buf))]...) }
+	for i, line := range lines {
+		if i > 0 {
+			add(", ")
+		}
+		add(line)
+		if len(buf) == limit {
+			break
+		}
+	}
+	if len(buf) <= MaxMalformedValue {
+		return string(buf)
+	}
+	n := MaxMalformedValue
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(buf[n]); i++ {
+		n--
+	}
+	return string(buf[:n])
 }

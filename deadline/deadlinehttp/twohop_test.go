@@ -30,15 +30,15 @@ type hop struct {
 // records; the caller serves A over baseA's side.
 func chain(baseB func(http.Handler) http.RoundTripper) (a http.Handler, ah, bh *hop) {
 	ah, bh = &hop{}, &hop{}
-	b := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b := mustHandler(deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _ := deadline.FromContext(r.Context())
 		bh.budget, bh.end = d.Budget(), d.End()
 		<-r.Context().Done() // B's work: as long as it is allowed
 		bh.ctxErr = r.Context().Err()
 		w.WriteHeader(http.StatusGatewayTimeout)
-	}), deadlinehttp.WithMaxBudget(time.Minute))
+	}), deadlinehttp.WithMaxBudget(time.Minute)))
 	toB := &http.Client{Transport: deadlinehttp.NewTransport(baseB(b), deadlinehttp.WithPolicy(fastPolicy(3)))}
-	a = deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a = mustHandler(deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, _ := deadline.FromContext(r.Context())
 		ah.budget, ah.end = d.Budget(), d.End()
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://b.test/work", nil)
@@ -52,7 +52,7 @@ func chain(baseB func(http.Handler) http.RoundTripper) (a http.Handler, ah, bh *
 		ah.callErr = err
 		ah.ctxErr = r.Context().Err()
 		w.WriteHeader(http.StatusGatewayTimeout)
-	}), deadlinehttp.WithMaxBudget(time.Minute))
+	}), deadlinehttp.WithMaxBudget(time.Minute)))
 	return a, ah, bh
 }
 

@@ -106,12 +106,15 @@ func abort() {
 // span outermost (it extracts the W3C trace context, so the server span
 // joins the client's trace), then the budget middleware, which turns the
 // inbound budget header into the request's deadline.
-func (p *provider) handler(tp trace.TracerProvider) http.Handler {
-	budgeted := deadlinehttp.NewHandler(p, deadlinehttp.WithMaxBudget(serverMaxBudget))
+func (p *provider) handler(tp trace.TracerProvider) (http.Handler, error) {
+	budgeted, err := deadlinehttp.NewHandler(p, deadlinehttp.WithMaxBudget(serverMaxBudget))
+	if err != nil {
+		return nil, fmt.Errorf("the %s provider's budget middleware: %w", p.name, err)
+	}
 	return otelhttp.NewHandler(budgeted, p.name,
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(propagation.TraceContext{}),
-	)
+	), nil
 }
 
 // providers are the loopback servers of one run, one per step.
@@ -138,12 +141,16 @@ func newProviders(sc scenario) *providers {
 // 127.0.0.1. Call close to stop them.
 func (ps *providers) serve(tp trace.TracerProvider) error {
 	for _, s := range agentPlan() {
+		h, err := ps.byStep[s.name].handler(tp)
+		if err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("listen on 127.0.0.1 for the %s provider: %w", s.name, err)
 		}
 		srv := &http.Server{
-			Handler:           ps.byStep[s.name].handler(tp),
+			Handler:           h,
 			ReadHeaderTimeout: 5 * time.Second,
 		}
 		ps.servers = append(ps.servers, srv)

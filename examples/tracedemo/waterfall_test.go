@@ -38,7 +38,9 @@ func playInMemory(t *testing.T, name string, seed uint64) (runRecord, *providers
 	urls := map[string]string{}
 	for _, s := range agentPlan() {
 		host := s.name + ".test"
-		mem.handlers[host] = ps.byStep[s.name].handler(tp)
+		h, err := ps.byStep[s.name].handler(tp)
+		require.NoError(t, err)
+		mem.handlers[host] = h
 		urls[s.name] = "http://" + host
 	}
 	rec, planErr := play(context.Background(), sc, seed, sc.budget, tp, mem, urls)

@@ -1,0 +1,119 @@
+package deadlinehttp
+
+import "time"
+
+// Admission is what [NewHandler] decided for one request, as reported to
+// [WithAdmission]: what the budget header held, the limits the server
+// applied, the budget that resulted, and whether the request was refused.
+//
+// It is a plain value: the middleware keeps no reference to it, and
+// changing a copy changes nothing. Durations are measured on arrival.
+type Admission struct {
+	// HeaderPresent reports that the request carried the budget header:
+	// at least one line, an empty one included, also when it was stripped.
+	HeaderPresent bool
+	// HeaderStripped reports that [WithStripHeader] removed a present
+	// header unread: the other Header fields are then false and zero.
+	HeaderStripped bool
+	// HeaderMalformed reports that the header held a member that is not a
+	// budget, or no member at all. The value was reported to
+	// [WithMalformed]; the valid members still count.
+	HeaderMalformed bool
+	// HeaderValid reports that at least one member of the header was a
+	// budget (1 to 10 digits, 0 included): HeaderBudget is the smallest.
+	HeaderValid bool
+	// HeaderBudget is the smallest valid member of the header, before the
+	// clamp: up to [MaxBudget], or 0 for an explicit zero (see
+	// [Admission.HeaderZero]). It is 0 when HeaderValid is false.
+	HeaderBudget time.Duration
+
+	// MaxBudget is the server's maximum ([WithMaxBudget]).
+	MaxBudget time.Duration
+	// HasContextDeadline reports that the request's context already had a
+	// deadline, its own or a [deadline.Deadline] stored in it, when the
+	// request arrived: an outer layer's limit.
+	HasContextDeadline bool
+	// ContextRemaining is the time that outer deadline had left on arrival,
+	// negative if it had already passed. It is 0 when HasContextDeadline is
+	// false.
+	ContextRemaining time.Duration
+
+	// Budget is the effective budget: the smallest of the header's budget
+	// (when valid), MaxBudget and ContextRemaining (when present), and
+	// never below 0. An admitted request runs under a deadline this far
+	// from its arrival.
+	Budget time.Duration
+	// Limit says which of the three set Budget.
+	Limit Limit
+	// Floor is the server's floor ([WithFloor]).
+	Floor time.Duration
+	// Refusal says whether the request was refused, and why. The zero
+	// value, [RefusalNone], means next ran.
+	Refusal Refusal
+}
+
+// HeaderZero reports whether the header's smallest valid member was an
+// explicit 0: a budget already spent, always refused with [RefusalSpent].
+func (a Admission) HeaderZero() bool { return a.HeaderValid && a.HeaderBudget == 0 }
+
+// Refused reports whether the request was refused with 504 and next was
+// not called.
+func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
+
+// Limit says which limit set a request's effective budget ([Admission.Budget]).
+// On a tie the header wins over the maximum, and either over the context.
+type Limit uint8
+
+const (
+	// LimitHeader: the budget header's value, at or below the maximum.
+	LimitHeader Limit = iota + 1
+	// LimitMax: the server's maximum ([WithMaxBudget]), because the header
+	// was larger, absent, malformed without a valid member, or stripped.
+	LimitMax
+	// LimitContext: the request context's own deadline (or a
+	// [deadline.Deadline] already stored in it), which ended sooner than
+	// the other two. The middleware keeps that deadline.
+	LimitContext
+)
+
+var limitNames = [...]string{
+	LimitHeader:  "header",
+	LimitMax:     "max",
+	LimitContext: "context",
+}
+
+// String returns the stable name: "header", "max" or "context".
+func (l Limit) String() string {
+	if l > 0 && int(l) < len(limitNames) {
+		return limitNames[l]
+	}
+	return "unknown"
+}
+
+// Refusal says why [NewHandler] refused a request, if it did.
+type Refusal uint8
+
+const (
+	// RefusalNone: the request was admitted and next ran.
+	RefusalNone Refusal = iota
+	// RefusalSpent: nothing was left. The header said 0, or the context's
+	// deadline had already passed on arrival. Refused whatever the floor.
+	RefusalSpent
+	// RefusalFloor: the effective budget was above zero but at or below
+	// the server's floor ([WithFloor]): the work could not finish in time.
+	RefusalFloor
+)
+
+var refusalNames = [...]string{
+	RefusalNone:  "none",
+	RefusalSpent: "spent",
+	RefusalFloor: "floor",
+}
+
+// String returns the stable name: "none", "spent" or "floor".
+func (r Refusal) String() string {
+	if int(r) < len(refusalNames) {
+		return refusalNames[r]
+	}
+	return "unknown"
+}
