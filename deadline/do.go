@@ -22,9 +22,20 @@ import (
 //     [ErrDeadlineReached] (the budget ran out). op receives that context and
 //     the [AttemptInfo] (number, grant, remaining).
 //
-// After a failed attempt, an attempt ended by the shared deadline stops the
-// call ([ReasonDeadline]) and a canceled one stops it ([ReasonCanceled]). An
-// attempt ended by its own ceiling becomes an [*AttemptTimeoutError]. The
+// A failed attempt was ended by whichever came first: the caller's
+// cancellation ([EndedCanceled]), op's own error ([EndedError]), or the
+// attempt's limit, its start plus its grant. The limit is the one that set
+// the grant: the ceiling ([EndedAttemptTimeout]) or the shared deadline
+// ([EndedDeadline]). It is decided from the instants, not from which timer
+// fired, so an op that ignores its context and returns late is still blamed
+// on the limit it overran first, and a tie always gives the same answer: an
+// op that returns as its limit is reached was ended by the limit, and a
+// caller's context deadline at the same instant as a ceiling that bound the
+// grant leaves the blame on the ceiling.
+//
+// An attempt ended by the deadline stops the call ([ReasonDeadline]) and a
+// canceled one stops it ([ReasonCanceled]). An attempt ended by its own
+// ceiling becomes an [*AttemptTimeoutError]. The
 // error is retried only if p.Retryable (default [IsRetryable]) says so
 // ([ReasonNotRetryable] otherwise) and attempts remain ([ReasonExhausted]
 // otherwise). The wait before the retry is the server's Retry-After if the
@@ -171,24 +182,34 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	return v, err
 }
 
-// classify says what ended a failed attempt: the caller, the shared deadline,
-// the attempt's own ceiling, or the operation's error.
+// classify says what ended a failed attempt: whichever came first of the
+// caller's cancellation, op's own return and the attempt's limit (its start
+// plus its grant). It decides from instants, not from which timer fired: the
+// caller's context deadline can fire at the same instant as the attempt's
+// own and cancel the attempt's context with its own cause, and op may return
+// late, after every limit passed. It runs only after a failed attempt.
 func (r *run) classify(ctx, actx context.Context, a *AttemptInfo, err error) (EndedBy, error) {
-	if actx.Err() == nil {
+	aerr := actx.Err()
+	if errors.Is(aerr, context.Canceled) {
+		// Only the caller's cancellation closes the attempt's context with
+		// context.Canceled before op returns, and it got there before the
+		// attempt's limit did (a limit closes it with DeadlineExceeded).
+		return EndedCanceled, err
+	}
+	limit := a.Start.Add(a.Granted)
+	if aerr == nil && time.Now().Before(limit) {
 		return EndedError, err
 	}
-	switch perr := ctx.Err(); {
-	case perr != nil && errors.Is(perr, context.Canceled):
-		return EndedCanceled, err
-	case perr != nil:
+	// The limit was reached before op returned (or as it returned: a tie
+	// goes to the limit). The grant's own limit ended the attempt, unless
+	// the caller's context ends earlier still (a hook's context can move
+	// it below the deadline the grant was computed from).
+	if end, ok := ctx.Deadline(); ok && end.Before(limit) || a.LimitedBy != LimitCeiling {
 		r.deadlineCuts++
 		return EndedDeadline, err
-	case context.Cause(actx) == ErrCeilingReached:
-		r.ceilingTimeouts++
-		return EndedAttemptTimeout, &AttemptTimeoutError{Attempt: a.Number, Ceiling: a.Ceiling, Err: err}
 	}
-	r.deadlineCuts++
-	return EndedDeadline, err
+	r.ceilingTimeouts++
+	return EndedAttemptTimeout, &AttemptTimeoutError{Attempt: a.Number, Ceiling: a.Ceiling, Err: err}
 }
 
 // next decides what follows failed attempt n: a stop reason, or

@@ -33,14 +33,21 @@ type EndedBy uint8
 const (
 	// EndedCompleted: the operation returned without error.
 	EndedCompleted EndedBy = iota + 1
-	// EndedError: the operation returned an error before any limit.
+	// EndedError: the operation returned an error before the attempt's
+	// limit (its start plus its grant) and before any cancellation.
 	EndedError
-	// EndedAttemptTimeout: the attempt's own ceiling ended it.
+	// EndedAttemptTimeout: the attempt's grant was its ceiling
+	// ([LimitCeiling]) and the ceiling was reached before the operation
+	// returned, or as it returned: the operation was slow.
 	EndedAttemptTimeout
-	// EndedDeadline: the shared deadline (or the caller's context
-	// deadline) ended it.
+	// EndedDeadline: the attempt's grant was what was left of the shared
+	// deadline less the floor ([LimitDeadline]), or the caller's context
+	// deadline came earlier still, and that limit was reached before the
+	// operation returned, or as it returned: the budget ran out.
 	EndedDeadline
-	// EndedCanceled: the caller canceled the context.
+	// EndedCanceled: the caller canceled the context before the attempt's
+	// limit was reached. (A cancellation at the very instant the limit is
+	// reached is ordered by whichever reached the attempt's context first.)
 	EndedCanceled
 	// EndedPanic: the operation panicked.
 	EndedPanic
@@ -134,11 +141,14 @@ type CallResult struct {
 	Err       error         // what Do returns; nil on success or panic
 	Duration  time.Duration // since the call started
 	Remaining time.Duration // budget left at the end
-	// CeilingTimeouts counts attempts ended by their own ceiling while the
-	// ceiling bound the grant: each ran its whole configured ceiling.
+	// CeilingTimeouts counts the attempts that ended with
+	// [EndedAttemptTimeout]: the ceiling bound the grant and was reached
+	// first, so each ran its whole configured ceiling.
 	CeilingTimeouts int
-	// DeadlineCuts counts attempts whose grant was cut below the ceiling by
-	// the deadline and that the deadline then ended.
+	// DeadlineCuts counts the attempts that ended with [EndedDeadline]: the
+	// shared deadline (less the floor) bound the grant, below the ceiling or
+	// with no ceiling, and was reached first. At most one per call, the
+	// last, since the deadline is not retried.
 	DeadlineCuts int
 }
 
