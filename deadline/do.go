@@ -45,8 +45,9 @@ import (
 // [ReasonBackoffTooLong]. The wait ends early if ctx ends.
 //
 // Every StopError keeps the attempts made and the last attempt's error, so
-// errors.Is(err, lastErr) holds. An invalid policy, a zero d or a nil op
-// returns a [*PolicyError] before anything runs.
+// errors.Is(err, lastErr) holds. A nil ctx, a zero d, an invalid policy or a
+// nil op returns a [*PolicyError] (checked in that order) before anything
+// runs.
 //
 // A panic in op propagates after the attempt's context is released and every
 // hook that began has been closed (CallEnd reports [ReasonPanic]). With no
@@ -54,11 +55,14 @@ import (
 // context.
 func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
 	var zero T
-	if err := p.validate(); err != nil {
-		return zero, err
+	if ctx == nil {
+		return zero, errNilContext()
 	}
 	if d.IsZero() {
-		return zero, &PolicyError{"Deadline", "Deadline{}", "a Deadline from New, At or FromContext (the zero Deadline has no end)"}
+		return zero, errZeroDeadline()
+	}
+	if err := p.validate(); err != nil {
+		return zero, err
 	}
 	if op == nil {
 		return zero, &PolicyError{"op", "nil", "a non-nil function"}
