@@ -49,10 +49,11 @@ import (
 // nil op returns a [*PolicyError] (checked in that order) before anything
 // runs.
 //
-// A panic in op propagates after the attempt's context is released and every
-// hook that began has been closed (CallEnd reports [ReasonPanic]). With no
-// hooks installed, the success path allocates nothing beyond the attempt's
-// context.
+// A panic in op or in a hook propagates unchanged after the attempt's
+// context is released and every hook that began has been closed: AttemptEnd
+// reports [EndedPanic] when op panicked, and CallEnd reports [ReasonPanic]
+// once CallStart has returned (see [Hooks]). With no hooks installed, the
+// success path allocates nothing beyond the attempt's context.
 func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
 	var zero T
 	if ctx == nil {
@@ -155,18 +156,24 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	r.attempts = a.Number
 	actx, cancel := context.WithDeadlineCause(ctx, a.Start.Add(a.Granted), cause)
 	octx := actx
-	if r.h != nil && r.h.AttemptStart != nil {
-		if c := r.h.AttemptStart(actx, *a); c != nil {
-			octx = c
-		}
-	}
-	finished := false
+	// Released on every path, a panic in AttemptStart, op or AttemptEnd
+	// included; AttemptEnd closes an attempt whose op panicked, not one
+	// whose AttemptStart did (it never began).
+	began, finished := false, false
 	defer func() {
 		cancel()
-		if !finished && r.h != nil && r.h.AttemptEnd != nil {
+		if began && !finished && r.h.AttemptEnd != nil {
 			r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
 		}
 	}()
+	if r.h != nil {
+		if r.h.AttemptStart != nil {
+			if c := r.h.AttemptStart(actx, *a); c != nil {
+				octx = c
+			}
+		}
+		began = true
+	}
 	v, err = op(octx, *a)
 	finished = true
 	ended := EndedCompleted
@@ -283,7 +290,8 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 	return err
 }
 
-// closeOnPanic reports CallEnd with ReasonPanic when op panicked.
+// closeOnPanic reports CallEnd with ReasonPanic when op or a hook after
+// CallStart panicked.
 func (r *run) closeOnPanic(ctx context.Context) {
 	if !r.done && r.h.CallEnd != nil {
 		r.h.CallEnd(ctx, CallResult{
