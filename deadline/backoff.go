@@ -3,6 +3,7 @@ package deadline
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -20,7 +21,8 @@ const (
 	JitterNone
 )
 
-// String returns "full", "equal" or "none".
+// String returns "full", "equal" or "none", and "jitter(N)" for a value
+// that is none of them.
 func (j Jitter) String() string {
 	switch j {
 	case JitterFull:
@@ -30,7 +32,7 @@ func (j Jitter) String() string {
 	case JitterNone:
 		return "none"
 	}
-	return "jitter(invalid)"
+	return "jitter(" + strconv.Itoa(int(j)) + ")"
 }
 
 // Backoff is an exponential backoff with jitter. The zero Backoff never

@@ -66,5 +66,5 @@ func TestJitterString(t *testing.T) {
 	assert.Equal(t, "full", deadline.JitterFull.String())
 	assert.Equal(t, "equal", deadline.JitterEqual.String())
 	assert.Equal(t, "none", deadline.JitterNone.String())
-	assert.Equal(t, "jitter(invalid)", deadline.Jitter(9).String())
+	assert.Equal(t, "jitter(9)", deadline.Jitter(9).String(), "the value, so that an error can show it")
 }

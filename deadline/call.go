@@ -14,10 +14,17 @@ import "context"
 // context.DeadlineExceeded and context.Canceled included, is returned at once
 // without a retry, so an op slower than the whole budget runs exactly once.
 //
-// retries < 0 returns a [*PolicyError] and op is never called; so does a nil
-// op. For leases, a floor, backoff and hooks use [Do].
+// A nil ctx, the zero Deadline, retries < 0 or a nil op returns a
+// [*PolicyError] (the same as [Do] returns for the first two) and op is never
+// called. For leases, a floor, backoff and hooks use [Do].
 func Call[T any](ctx context.Context, d Deadline, op func(context.Context) (T, error), retries int) (T, error) {
 	var zero T
+	if ctx == nil {
+		return zero, errNilContext()
+	}
+	if d.IsZero() {
+		return zero, errZeroDeadline()
+	}
 	if retries < 0 {
 		return zero, &PolicyError{"retries", retries, ">= 0"}
 	}

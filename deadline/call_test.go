@@ -161,3 +161,20 @@ func TestCallFreshScopes(t *testing.T) {
 		assert.Equal(t, time.Second, d.Remaining(), "retried at once, without a pause")
 	})
 }
+
+// Call rejects the zero Deadline with the same PolicyError as Do, instead of
+// a refusal: the zero Deadline is a mistake, not a spent budget.
+func TestCallZeroDeadline(t *testing.T) {
+	var ctxs []context.Context
+	_, err := deadline.Call(context.Background(), deadline.Deadline{}, callScript(&ctxs, ret(1, nil)), 3)
+	assert.Empty(t, ctxs, "op never called")
+	pe, ok := errors.AsType[*deadline.PolicyError](err)
+	require.True(t, ok, "got %v", err)
+	assert.Equal(t, "Deadline", pe.Field)
+	assert.Equal(t, "deadline: invalid Deadline Deadline{}: must be a Deadline from New, At or FromContext (the zero Deadline has no end)", err.Error())
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+
+	_, derr := deadline.Do(context.Background(), deadline.Deadline{}, deadline.DefaultPolicy(),
+		func(context.Context, deadline.AttemptInfo) (int, error) { return 1, nil })
+	assert.Equal(t, derr, err, "the same error as Do")
+}

@@ -22,9 +22,20 @@ import (
 //     [ErrDeadlineReached] (the budget ran out). op receives that context and
 //     the [AttemptInfo] (number, grant, remaining).
 //
-// After a failed attempt, an attempt ended by the shared deadline stops the
-// call ([ReasonDeadline]) and a canceled one stops it ([ReasonCanceled]). An
-// attempt ended by its own ceiling becomes an [*AttemptTimeoutError]. The
+// A failed attempt was ended by whichever came first: the caller's
+// cancellation ([EndedCanceled]), op's own error ([EndedError]), or the
+// attempt's limit, its start plus its grant. The limit is the one that set
+// the grant: the ceiling ([EndedAttemptTimeout]) or the shared deadline
+// ([EndedDeadline]). It is decided from the instants, not from which timer
+// fired, so an op that ignores its context and returns late is still blamed
+// on the limit it overran first, and a tie always gives the same answer: an
+// op that returns as its limit is reached was ended by the limit, and a
+// caller's context deadline at the same instant as a ceiling that bound the
+// grant leaves the blame on the ceiling.
+//
+// An attempt ended by the deadline stops the call ([ReasonDeadline]) and a
+// canceled one stops it ([ReasonCanceled]). An attempt ended by its own
+// ceiling becomes an [*AttemptTimeoutError]. The
 // error is retried only if p.Retryable (default [IsRetryable]) says so
 // ([ReasonNotRetryable] otherwise) and attempts remain ([ReasonExhausted]
 // otherwise). The wait before the retry is the server's Retry-After if the
@@ -34,20 +45,25 @@ import (
 // [ReasonBackoffTooLong]. The wait ends early if ctx ends.
 //
 // Every StopError keeps the attempts made and the last attempt's error, so
-// errors.Is(err, lastErr) holds. An invalid policy, a zero d or a nil op
-// returns a [*PolicyError] before anything runs.
+// errors.Is(err, lastErr) holds. A nil ctx, a zero d, an invalid policy or a
+// nil op returns a [*PolicyError] (checked in that order) before anything
+// runs.
 //
-// A panic in op propagates after the attempt's context is released and every
-// hook that began has been closed (CallEnd reports [ReasonPanic]). With no
-// hooks installed, the success path allocates nothing beyond the attempt's
-// context.
+// A panic in op or in a hook propagates unchanged after the attempt's
+// context is released and every hook that began has been closed: AttemptEnd
+// reports [EndedPanic] when op panicked, and CallEnd reports [ReasonPanic]
+// once CallStart has returned (see [Hooks]). With no hooks installed, the
+// success path allocates nothing beyond the attempt's context.
 func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
 	var zero T
-	if err := p.validate(); err != nil {
-		return zero, err
+	if ctx == nil {
+		return zero, errNilContext()
 	}
 	if d.IsZero() {
-		return zero, &PolicyError{"Deadline", "Deadline{}", "a Deadline from New, At or FromContext (the zero Deadline has no end)"}
+		return zero, errZeroDeadline()
+	}
+	if err := p.validate(); err != nil {
+		return zero, err
 	}
 	if op == nil {
 		return zero, &PolicyError{"op", "nil", "a non-nil function"}
@@ -140,18 +156,24 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	r.attempts = a.Number
 	actx, cancel := context.WithDeadlineCause(ctx, a.Start.Add(a.Granted), cause)
 	octx := actx
-	if r.h != nil && r.h.AttemptStart != nil {
-		if c := r.h.AttemptStart(actx, *a); c != nil {
-			octx = c
-		}
-	}
-	finished := false
+	// Released on every path, a panic in AttemptStart, op or AttemptEnd
+	// included; AttemptEnd closes an attempt whose op panicked, not one
+	// whose AttemptStart did (it never began).
+	began, finished := false, false
 	defer func() {
 		cancel()
-		if !finished && r.h != nil && r.h.AttemptEnd != nil {
+		if began && !finished && r.h.AttemptEnd != nil {
 			r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
 		}
 	}()
+	if r.h != nil {
+		if r.h.AttemptStart != nil {
+			if c := r.h.AttemptStart(actx, *a); c != nil {
+				octx = c
+			}
+		}
+		began = true
+	}
 	v, err = op(octx, *a)
 	finished = true
 	ended := EndedCompleted
@@ -171,24 +193,34 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	return v, err
 }
 
-// classify says what ended a failed attempt: the caller, the shared deadline,
-// the attempt's own ceiling, or the operation's error.
+// classify says what ended a failed attempt: whichever came first of the
+// caller's cancellation, op's own return and the attempt's limit (its start
+// plus its grant). It decides from instants, not from which timer fired: the
+// caller's context deadline can fire at the same instant as the attempt's
+// own and cancel the attempt's context with its own cause, and op may return
+// late, after every limit passed. It runs only after a failed attempt.
 func (r *run) classify(ctx, actx context.Context, a *AttemptInfo, err error) (EndedBy, error) {
-	if actx.Err() == nil {
+	aerr := actx.Err()
+	if errors.Is(aerr, context.Canceled) {
+		// Only the caller's cancellation closes the attempt's context with
+		// context.Canceled before op returns, and it got there before the
+		// attempt's limit did (a limit closes it with DeadlineExceeded).
+		return EndedCanceled, err
+	}
+	limit := a.Start.Add(a.Granted)
+	if aerr == nil && time.Now().Before(limit) {
 		return EndedError, err
 	}
-	switch perr := ctx.Err(); {
-	case perr != nil && errors.Is(perr, context.Canceled):
-		return EndedCanceled, err
-	case perr != nil:
+	// The limit was reached before op returned (or as it returned: a tie
+	// goes to the limit). The grant's own limit ended the attempt, unless
+	// the caller's context ends earlier still (a hook's context can move
+	// it below the deadline the grant was computed from).
+	if end, ok := ctx.Deadline(); ok && end.Before(limit) || a.LimitedBy != LimitCeiling {
 		r.deadlineCuts++
 		return EndedDeadline, err
-	case context.Cause(actx) == ErrCeilingReached:
-		r.ceilingTimeouts++
-		return EndedAttemptTimeout, &AttemptTimeoutError{Attempt: a.Number, Ceiling: a.Ceiling, Err: err}
 	}
-	r.deadlineCuts++
-	return EndedDeadline, err
+	r.ceilingTimeouts++
+	return EndedAttemptTimeout, &AttemptTimeoutError{Attempt: a.Number, Ceiling: a.Ceiling, Err: err}
 }
 
 // next decides what follows failed attempt n: a stop reason, or
@@ -258,7 +290,8 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 	return err
 }
 
-// closeOnPanic reports CallEnd with ReasonPanic when op panicked.
+// closeOnPanic reports CallEnd with ReasonPanic when op or a hook after
+// CallStart panicked.
 func (r *run) closeOnPanic(ctx context.Context) {
 	if !r.done && r.h.CallEnd != nil {
 		r.h.CallEnd(ctx, CallResult{

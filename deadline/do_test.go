@@ -612,3 +612,133 @@ func TestStopErrorUnwrap(t *testing.T) {
 	assert.Equal(t, "deadline: attempts exhausted (after 2 attempts): fatal",
 		(&deadline.StopError{Reason: deadline.ReasonExhausted, Attempts: 2, Last: errFatal}).Error())
 }
+
+// What ended a failed attempt is whichever limit was reached first, decided
+// from the instants and not from which timer fired; a tie between the
+// ceiling and the deadline goes to the ceiling when the ceiling bound the
+// grant.
+func TestDoFirstLimitEndsTheAttempt(t *testing.T) {
+	const ms = time.Millisecond
+	// ignoring returns an op that sleeps dur whatever its context says, then
+	// returns the context's error.
+	ignoring := func(dur time.Duration) func(context.Context, deadline.AttemptInfo) (int, error) {
+		return func(ctx context.Context, _ deadline.AttemptInfo) (int, error) {
+			time.Sleep(dur)
+			return 0, ctx.Err()
+		}
+	}
+	cases := []struct {
+		name        string
+		budget      time.Duration
+		ctxTimeout  time.Duration // the caller's context deadline; 0: none
+		cancelAt    time.Duration // the caller cancels; 0: never
+		p           deadline.Policy
+		op          func(context.Context, deadline.AttemptInfo) (int, error)
+		ended       deadline.EndedBy
+		reason      deadline.Reason
+		ceilingOuts int
+		cuts        int
+		verdict     deadline.Verdict
+	}{
+		{
+			name:   "late return after the ceiling and the caller's deadline",
+			budget: 100 * ms, ctxTimeout: 100 * ms, p: policy(1, 50*ms, 0), op: ignoring(200 * ms),
+			ended: deadline.EndedAttemptTimeout, reason: deadline.ReasonExhausted, ceilingOuts: 1,
+			verdict: deadline.VerdictTooSlow,
+		},
+		{
+			name:   "late return, then refused",
+			budget: 100 * ms, ctxTimeout: 100 * ms, p: policy(3, 50*ms, 0), op: ignoring(200 * ms),
+			ended: deadline.EndedAttemptTimeout, reason: deadline.ReasonRefused, ceilingOuts: 1,
+			verdict: deadline.VerdictTooSlow,
+		},
+		{
+			name:   "ceiling and caller's deadline at the same instant",
+			budget: time.Second, ctxTimeout: 100 * ms, p: policy(1, 100*ms, 0), op: hang,
+			ended: deadline.EndedAttemptTimeout, reason: deadline.ReasonExhausted, ceilingOuts: 1,
+			verdict: deadline.VerdictTooSlow,
+		},
+		{
+			name:   "deadline bound the grant, and the caller's deadline at the same instant",
+			budget: time.Second, ctxTimeout: 100 * ms, p: policy(1, 0, 0), op: hang,
+			ended: deadline.EndedDeadline, reason: deadline.ReasonDeadline, cuts: 1,
+			verdict: deadline.VerdictDeadlineTooSmall,
+		},
+		{
+			name:   "op's own error at the ceiling's instant",
+			budget: time.Second, p: policy(1, 100*ms, 0), op: after(100*ms, errFatal),
+			ended: deadline.EndedAttemptTimeout, reason: deadline.ReasonExhausted, ceilingOuts: 1,
+			verdict: deadline.VerdictTooSlow,
+		},
+		{
+			name:   "op's own error just before the ceiling",
+			budget: time.Second, p: policy(1, 100*ms, 0), op: after(100*ms-1, errFatal),
+			ended: deadline.EndedError, reason: deadline.ReasonNotRetryable,
+			verdict: deadline.VerdictFailed,
+		},
+		{
+			name:   "caller cancels after the ceiling, op returns later",
+			budget: time.Second, cancelAt: 80 * ms, p: policy(3, 50*ms, 0), op: ignoring(200 * ms),
+			ended: deadline.EndedAttemptTimeout, reason: deadline.ReasonCanceled, ceilingOuts: 1,
+			verdict: deadline.VerdictCanceled,
+		},
+		{
+			name:   "caller cancels before the ceiling, op returns later",
+			budget: time.Second, cancelAt: 30 * ms, p: policy(3, 50*ms, 0), op: ignoring(200 * ms),
+			ended: deadline.EndedCanceled, reason: deadline.ReasonCanceled,
+			verdict: deadline.VerdictCanceled,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tc.ctxTimeout > 0 {
+					var cancelT context.CancelFunc
+					ctx, cancelT = context.WithTimeout(ctx, tc.ctxTimeout)
+					defer cancelT()
+				}
+				if tc.cancelAt > 0 {
+					defer time.AfterFunc(tc.cancelAt, cancel).Stop()
+				}
+				var rec recorder
+				p := tc.p
+				p.Hooks = rec.hooks("")
+				_, err := deadline.Do(ctx, deadline.New(tc.budget), p, tc.op)
+				se := stopErr(err)
+				require.NotNil(t, se, "got %v", err)
+				assert.Equal(t, tc.reason, se.Reason)
+				require.NotEmpty(t, rec.ends)
+				assert.Equal(t, tc.ended, rec.ends[0].EndedBy)
+				require.Len(t, rec.calls, 1)
+				assert.Equal(t, tc.ceilingOuts, rec.calls[0].CeilingTimeouts, "CeilingTimeouts")
+				assert.Equal(t, tc.cuts, rec.calls[0].DeadlineCuts, "DeadlineCuts")
+				assert.Equal(t, tc.verdict, deadline.VerdictOf(rec.calls[0]))
+				if tc.ended == deadline.EndedAttemptTimeout {
+					assert.ErrorIs(t, err, deadline.ErrCeilingReached)
+				}
+			})
+		})
+	}
+}
+
+// The tie between the ceiling and the caller's deadline, run 50 times: the
+// same verdict every time, whichever timer the scheduler fires first.
+func TestDoCeilingDeadlineTieIsStable(t *testing.T) {
+	verdicts := map[deadline.Verdict]int{}
+	for range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			var rec recorder
+			p := policy(1, 100*time.Millisecond, 0)
+			p.Hooks = rec.hooks("")
+			_, err := deadline.Do(ctx, deadline.New(time.Second), p, hang)
+			require.Error(t, err)
+			require.Len(t, rec.calls, 1)
+			verdicts[deadline.VerdictOf(rec.calls[0])]++
+		})
+	}
+	assert.Equal(t, map[deadline.Verdict]int{deadline.VerdictTooSlow: 50}, verdicts)
+}

@@ -23,7 +23,9 @@
 // installed, composable, and carried by the context ([WithHooks]) or by the
 // policy ([Policy.Hooks]). [LogHooks] writes each attempt's granted lease and
 // remaining budget to a log/slog logger; the otelbudget package turns the same
-// hooks into OpenTelemetry spans.
+// hooks into OpenTelemetry spans. Both report the call's [Verdict]
+// ([VerdictOf]), the answer to the incident question: was the deadline too
+// small, or was the operation too slow?
 //
 // The package imports the standard library only.
 package deadline

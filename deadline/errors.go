@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -153,16 +156,20 @@ type StopError struct {
 // Error says what stopped the call, what was asked and what was left, then
 // the last attempt's error, e.g.
 // "fetch: Retry-After 3s exceeds the 870ms left above the 20ms floor (after 1 attempt): 503 Service Unavailable".
+// The last error is left out when its text only repeats the reason (it is,
+// or only wraps, the reason's own sentinel); errors.Is still finds it.
+// Durations longer than two days are written in days or years, and a
+// saturated one (a Retry-After too large for a time.Duration) as a bound.
 func (e *StopError) Error() string {
 	var s string
 	left := e.Remaining.Round(time.Millisecond / 10)
 	switch e.Reason {
 	case ReasonRefused:
-		s = fmt.Sprintf("refused before attempt %d: %v left, floor %v", e.Attempts+1, left, e.Floor)
+		s = fmt.Sprintf("refused before attempt %d: %s left, floor %s", e.Attempts+1, readable(left), readable(e.Floor))
 	case ReasonBackoffTooLong:
-		s = fmt.Sprintf("backoff %v exceeds the %v left above the %v floor", e.Wait, left-e.Floor, e.Floor)
+		s = fmt.Sprintf("backoff %s exceeds the %s left above the %s floor", readable(e.Wait), readable(left-e.Floor), readable(e.Floor))
 	case ReasonRetryAfterTooLong:
-		s = fmt.Sprintf("Retry-After %v exceeds the %v left above the %v floor", e.Wait, left-e.Floor, e.Floor)
+		s = fmt.Sprintf("Retry-After %s exceeds the %s left above the %s floor", readable(e.Wait), readable(left-e.Floor), readable(e.Floor))
 	case ReasonDeadline:
 		s = "the shared deadline was reached"
 	case ReasonCanceled:
@@ -174,6 +181,7 @@ func (e *StopError) Error() string {
 	default:
 		s = e.Reason.String()
 	}
+	phrase := s
 	if e.Name != "" {
 		s = e.Name + ": " + s
 	} else {
@@ -183,9 +191,43 @@ func (e *StopError) Error() string {
 		s += fmt.Sprintf(" (after %d attempt%s)", e.Attempts, plural(e.Attempts))
 	}
 	if e.Last != nil {
-		s += ": " + e.Last.Error()
+		if last := e.Last.Error(); !repeats(last, e.Reason.Sentinel(), phrase) {
+			s += ": " + last
+		}
 	}
 	return s
+}
+
+// repeats reports whether msg, an error's text, says nothing more than
+// sentinel or phrase already do.
+func repeats(msg string, sentinel error, phrase string) bool {
+	return msg == phrase || sentinel != nil && msg == sentinel.Error()
+}
+
+// readable formats d for a person: as time.Duration does up to two days,
+// then in days or years to one decimal, and the largest Duration (where a
+// longer value saturated) as a bound rather than as 2562047h47m16.854775807s.
+func readable(d time.Duration) string {
+	const day, year = 24 * time.Hour, 365 * 24 * time.Hour
+	switch {
+	case d == math.MaxInt64:
+		return "more than 292 years"
+	case d >= year:
+		return decimal(float64(d)/float64(year), "year")
+	case d > 2*day:
+		return decimal(float64(d)/float64(day), "day")
+	}
+	return d.String()
+}
+
+// decimal writes x to one decimal (none when it is whole) and the unit,
+// plural unless x is 1.
+func decimal(x float64, unit string) string {
+	s := strings.TrimSuffix(strconv.FormatFloat(x, 'f', 1, 64), ".0")
+	if s != "1" {
+		unit += "s"
+	}
+	return s + " " + unit
 }
 
 func plural(n int) string {
@@ -225,9 +267,24 @@ type PolicyError struct {
 	Allowed string // e.g. ">= 1"
 }
 
-// Error implements error.
+// Error says which field or argument was wrong, its value and what is
+// allowed, e.g. "deadline: invalid Policy.MaxAttempts 0: must be >= 1".
 func (e *PolicyError) Error() string {
-	return fmt.Sprintf("deadline: invalid %s %v: must be %s", e.Field, e.Value, e.Allowed)
+	v := e.Value
+	if d, ok := v.(time.Duration); ok {
+		v = readable(d)
+	}
+	return fmt.Sprintf("deadline: invalid %s %v: must be %s", e.Field, v, e.Allowed)
+}
+
+// errNilContext is what Do and Call return for a nil context.
+func errNilContext() error {
+	return &PolicyError{"ctx", "nil", "a non-nil context.Context (use context.Background())"}
+}
+
+// errZeroDeadline is what Do and Call return for the zero Deadline.
+func errZeroDeadline() error {
+	return &PolicyError{"Deadline", "Deadline{}", "a Deadline from New, At or FromContext (the zero Deadline has no end)"}
 }
 
 // Is matches [ErrInvalidPolicy].

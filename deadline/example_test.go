@@ -125,7 +125,7 @@ func ExampleLogHooks() {
 	// level=INFO msg="deadline attempt" step=search attempt=1 granted=2s limited_by=ceiling remaining=1h0m0s duration=0s ended_by=error retryable=true error="connection reset"
 	// level=DEBUG msg="deadline backoff" step=search attempt=1 delay=0s source=policy remaining=1h0m0s fits=true
 	// level=DEBUG msg="deadline attempt" step=search attempt=2 granted=2s limited_by=ceiling remaining=1h0m0s duration=0s ended_by=completed
-	// level=INFO msg="deadline call" step=search reason=success attempts=2 duration=0s remaining=1h0m0s
+	// level=INFO msg="deadline call" step=search reason=success verdict=ok attempts=2 duration=0s remaining=1h0m0s
 }
 
 // Hooks observe every call; WithHooks carries them in the context so that

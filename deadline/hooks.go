@@ -33,14 +33,21 @@ type EndedBy uint8
 const (
 	// EndedCompleted: the operation returned without error.
 	EndedCompleted EndedBy = iota + 1
-	// EndedError: the operation returned an error before any limit.
+	// EndedError: the operation returned an error before the attempt's
+	// limit (its start plus its grant) and before any cancellation.
 	EndedError
-	// EndedAttemptTimeout: the attempt's own ceiling ended it.
+	// EndedAttemptTimeout: the attempt's grant was its ceiling
+	// ([LimitCeiling]) and the ceiling was reached before the operation
+	// returned, or as it returned: the operation was slow.
 	EndedAttemptTimeout
-	// EndedDeadline: the shared deadline (or the caller's context
-	// deadline) ended it.
+	// EndedDeadline: the attempt's grant was what was left of the shared
+	// deadline less the floor ([LimitDeadline]), or the caller's context
+	// deadline came earlier still, and that limit was reached before the
+	// operation returned, or as it returned: the budget ran out.
 	EndedDeadline
-	// EndedCanceled: the caller canceled the context.
+	// EndedCanceled: the caller canceled the context before the attempt's
+	// limit was reached. (A cancellation at the very instant the limit is
+	// reached is ordered by whichever reached the attempt's context first.)
 	EndedCanceled
 	// EndedPanic: the operation panicked.
 	EndedPanic
@@ -134,11 +141,14 @@ type CallResult struct {
 	Err       error         // what Do returns; nil on success or panic
 	Duration  time.Duration // since the call started
 	Remaining time.Duration // budget left at the end
-	// CeilingTimeouts counts attempts ended by their own ceiling while the
-	// ceiling bound the grant: each ran its whole configured ceiling.
+	// CeilingTimeouts counts the attempts that ended with
+	// [EndedAttemptTimeout]: the ceiling bound the grant and was reached
+	// first, so each ran its whole configured ceiling.
 	CeilingTimeouts int
-	// DeadlineCuts counts attempts whose grant was cut below the ceiling by
-	// the deadline and that the deadline then ended.
+	// DeadlineCuts counts the attempts that ended with [EndedDeadline]: the
+	// shared deadline (less the floor) bound the grant, below the ceiling or
+	// with no ceiling, and was reached first. At most one per call, the
+	// last, since the deadline is not retried.
 	DeadlineCuts int
 }
 
@@ -146,8 +156,15 @@ type CallResult struct {
 // modelled on net/http/httptrace.ClientTrace. Any field may be nil. Hooks
 // run synchronously on the calling goroutine, in this order: CallStart, then
 // for each attempt AttemptStart and AttemptEnd, with Backoff between
-// attempts, then CallEnd. Every hook that began is closed, also when the
-// operation panics.
+// attempts, then CallEnd.
+//
+// Every hook that began is closed, also on a panic in the operation or in a
+// hook, which then goes on unchanged: once CallStart has returned, CallEnd
+// is called exactly once, with [ReasonPanic] after a panic; once
+// AttemptStart has returned, AttemptEnd is called exactly once, with
+// [EndedPanic] when the operation panicked. A CallStart or AttemptStart that
+// panics has not begun: its own end is not called ([Compose] closes the
+// hooks composed before it), but the attempt's context is released.
 //
 // Hooks must not retain the contexts they are given after CallEnd.
 type Hooks struct {
@@ -173,9 +190,16 @@ type Hooks struct {
 }
 
 // Compose returns Hooks that call each of hs in order (nil entries are
-// skipped). Contexts returned by CallStart and AttemptStart are threaded
-// through: each hook receives the context the previous one returned. It
-// returns nil when no hooks remain and the only one when there is one.
+// skipped), and the closing hooks (AttemptEnd, CallEnd) in reverse order.
+// Contexts returned by CallStart and AttemptStart are threaded through: each
+// hook receives the context the previous one returned. It returns nil when
+// no hooks remain and the only one when there is one.
+//
+// A panic in one of the hooks goes on unchanged, after the hooks it leaves
+// open are closed: when a CallStart (AttemptStart) panics, the ones that
+// returned before it get CallEnd with [ReasonPanic] (AttemptEnd with
+// [EndedPanic]); when an AttemptEnd or CallEnd panics, the remaining ones
+// are still called.
 func Compose(hs ...*Hooks) *Hooks {
 	var live []*Hooks
 	for _, h := range hs {
@@ -191,31 +215,59 @@ func Compose(hs ...*Hooks) *Hooks {
 	}
 	return &Hooks{
 		CallStart: func(ctx context.Context, c CallInfo) context.Context {
+			began := 0
+			defer func() {
+				// A CallStart panicked: end the calls of those that began.
+				if began < len(live) {
+					end := CallResult{Name: c.Name, Reason: ReasonPanic, Duration: time.Since(c.Start)}
+					end.Remaining = c.Remaining - end.Duration
+					endAll(began-1, func(i int) {
+						if h := live[i]; h.CallEnd != nil {
+							h.CallEnd(ctx, end)
+						}
+					})
+				}
+			}()
 			for _, h := range live {
 				if h.CallStart != nil {
 					if n := h.CallStart(ctx, c); n != nil {
 						ctx = n
 					}
 				}
+				began++
 			}
 			return ctx
 		},
 		AttemptStart: func(ctx context.Context, a AttemptInfo) context.Context {
+			began := 0
+			defer func() {
+				// An AttemptStart panicked: end the attempts of those that
+				// began.
+				if began < len(live) {
+					end := AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic}
+					endAll(began-1, func(i int) {
+						if h := live[i]; h.AttemptEnd != nil {
+							h.AttemptEnd(ctx, a, end)
+						}
+					})
+				}
+			}()
 			for _, h := range live {
 				if h.AttemptStart != nil {
 					if n := h.AttemptStart(ctx, a); n != nil {
 						ctx = n
 					}
 				}
+				began++
 			}
 			return ctx
 		},
 		AttemptEnd: func(ctx context.Context, a AttemptInfo, r AttemptResult) {
-			for i := len(live) - 1; i >= 0; i-- {
+			endAll(len(live)-1, func(i int) {
 				if h := live[i]; h.AttemptEnd != nil {
 					h.AttemptEnd(ctx, a, r)
 				}
-			}
+			})
 		},
 		Backoff: func(ctx context.Context, b BackoffInfo) {
 			for _, h := range live {
@@ -225,13 +277,25 @@ func Compose(hs ...*Hooks) *Hooks {
 			}
 		},
 		CallEnd: func(ctx context.Context, r CallResult) {
-			for i := len(live) - 1; i >= 0; i-- {
+			endAll(len(live)-1, func(i int) {
 				if h := live[i]; h.CallEnd != nil {
 					h.CallEnd(ctx, r)
 				}
-			}
+			})
 		},
 	}
+}
+
+// endAll calls end(i) for i from last down to 0. Every call is made even if
+// an earlier one panics (the rest run while the panic unwinds, and it then
+// goes on unchanged), so that one observer's bug does not leave another's
+// spans open.
+func endAll(last int, end func(i int)) {
+	if last < 0 {
+		return
+	}
+	defer endAll(last-1, end)
+	end(last)
 }
 
 type hooksKey struct{}

@@ -55,9 +55,11 @@ type RetryAfterError struct {
 	Delay time.Duration // >= 0
 }
 
-// Error returns the wrapped error's message and the delay asked.
+// Error returns the wrapped error's message and the delay asked, e.g.
+// "503 Service Unavailable (server asked to retry after 3s)". A delay too
+// large for a time.Duration (saturated) reads "more than 292 years".
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("%v (server asked to retry after %v)", e.Err, e.Delay)
+	return fmt.Sprintf("%v (server asked to retry after %s)", e.Err, readable(e.Delay))
 }
 
 // Unwrap returns the wrapped error.
@@ -95,9 +97,15 @@ type AttemptTimeoutError struct {
 	Err     error // what the operation returned
 }
 
-// Error says which attempt ran out of its ceiling.
+// Error says which attempt ran out of its ceiling, then the operation's
+// error unless it only repeats that the ceiling was reached, e.g.
+// "attempt 2 exceeded its 100ms ceiling: context deadline exceeded".
 func (e *AttemptTimeoutError) Error() string {
-	return fmt.Sprintf("attempt %d exceeded its %v ceiling: %v", e.Attempt, e.Ceiling, e.Err)
+	s := fmt.Sprintf("attempt %d exceeded its %s ceiling", e.Attempt, readable(e.Ceiling))
+	if e.Err != nil && !repeats(e.Err.Error(), ErrCeilingReached, "") {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
 // Unwrap returns [ErrCeilingReached] and the operation's error.

@@ -12,13 +12,18 @@ import (
 //     granted lease, remaining budget at its start, duration and what ended it;
 //   - each backoff at Debug, with the delay, its source and whether it fit;
 //   - the call's end at Info (Warn when it failed), with the stop reason, the
-//     attempts made and the budget left.
+//     [Verdict] ([VerdictOf]), the attempts made and the budget left.
 //
 // Durations are logged as time.Duration values under keys ending in no unit
-// (slog renders them); attribute keys are stable: step, attempt, granted,
-// limited_by, remaining, duration, ended_by, retryable, delay, source, fits,
-// reason, attempts, error. Attempt lines carry retryable and error only when
-// the attempt failed; call lines carry error only when the call failed.
+// (slog renders them). Attribute keys are stable:
+//
+//   - attempt lines ("deadline attempt"): step, attempt, granted, limited_by,
+//     remaining, duration, ended_by, and retryable and error only when the
+//     attempt failed;
+//   - backoff lines ("deadline backoff"): step, attempt, delay, source,
+//     remaining, fits;
+//   - call lines ("deadline call"): step, reason, verdict, attempts,
+//     duration, remaining, and error only when the call failed.
 func LogHooks(l *slog.Logger) *Hooks {
 	if l == nil {
 		l = slog.Default()
@@ -53,7 +58,7 @@ func LogHooks(l *slog.Logger) *Hooks {
 			level := slog.LevelInfo
 			attrs := []slog.Attr{
 				slog.String("step", r.Name), slog.String("reason", r.Reason.String()),
-				slog.Int("attempts", r.Attempts), slog.Duration("duration", r.Duration),
+				slog.String("verdict", VerdictOf(r).String()), slog.Int("attempts", r.Attempts), slog.Duration("duration", r.Duration),
 				slog.Duration("remaining", r.Remaining),
 			}
 			if r.Err != nil {

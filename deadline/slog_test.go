@@ -42,7 +42,7 @@ func TestLogHooks(t *testing.T) {
 			`level=INFO msg="deadline attempt" step=fetch attempt=1 granted=250ms limited_by=ceiling remaining=1s duration=5ms ended_by=error retryable=true error=flaky`,
 			`level=DEBUG msg="deadline backoff" step=fetch attempt=1 delay=10ms source=policy remaining=995ms fits=true`,
 			`level=DEBUG msg="deadline attempt" step=fetch attempt=2 granted=250ms limited_by=ceiling remaining=985ms duration=30ms ended_by=completed`,
-			`level=INFO msg="deadline call" step=fetch reason=success attempts=2 duration=45ms remaining=955ms`,
+			`level=INFO msg="deadline call" step=fetch reason=success verdict=ok attempts=2 duration=45ms remaining=955ms`,
 		}, "\n")+"\n", buf.String())
 	})
 }
@@ -57,13 +57,13 @@ func TestLogHooksFailureAtInfo(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, strings.Join([]string{
 			`level=INFO msg="deadline attempt" step=search attempt=1 granted=80ms limited_by=deadline remaining=100ms duration=80ms ended_by=deadline retryable=false error="context deadline exceeded"`,
-			`level=WARN msg="deadline call" step=search reason=deadline_exceeded attempts=1 duration=80ms remaining=20ms error="search: the shared deadline was reached (after 1 attempt): context deadline exceeded"`,
+			`level=WARN msg="deadline call" step=search reason=deadline_exceeded verdict=deadline_too_small attempts=1 duration=80ms remaining=20ms error="search: the shared deadline was reached (after 1 attempt): context deadline exceeded"`,
 		}, "\n")+"\n", buf.String())
 
 		buf.Reset()
 		_, err = deadline.Do(context.Background(), deadline.New(time.Second), p, ok)
 		require.NoError(t, err)
-		assert.Equal(t, `level=INFO msg="deadline call" step=search reason=success attempts=1 duration=0s remaining=1s`+"\n", buf.String(),
+		assert.Equal(t, `level=INFO msg="deadline call" step=search reason=success verdict=ok attempts=1 duration=0s remaining=1s`+"\n", buf.String(),
 			"a successful attempt logs at Debug only")
 	})
 }
@@ -75,7 +75,21 @@ func TestLogHooksRefusedAndNilLogger(t *testing.T) {
 		p.Hooks = deadline.LogHooks(textLogger(&buf, slog.LevelDebug))
 		_, err := deadline.Do(context.Background(), deadline.New(10*time.Millisecond), p, ok)
 		require.Error(t, err)
-		assert.Equal(t, `level=WARN msg="deadline call" step=step reason=refused attempts=0 duration=0s remaining=10ms error="step: refused before attempt 1: 10ms left, floor 20ms"`+"\n", buf.String())
+		assert.Equal(t, `level=WARN msg="deadline call" step=step reason=refused verdict=deadline_too_small attempts=0 duration=0s remaining=10ms error="step: refused before attempt 1: 10ms left, floor 20ms"`+"\n", buf.String())
 		assert.NotNil(t, deadline.LogHooks(nil), "nil logs to slog.Default()")
+	})
+}
+
+// The call line carries the verdict: here a slow attempt that reached its
+// ceiling, then attempts exhausted.
+func TestLogHooksVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		p := policy(1, 100*time.Millisecond, 20*time.Millisecond)
+		p.Name = "fetch"
+		p.Hooks = deadline.LogHooks(textLogger(&buf, slog.LevelWarn))
+		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, hang)
+		require.Error(t, err)
+		assert.Equal(t, `level=WARN msg="deadline call" step=fetch reason=attempts_exhausted verdict=operation_too_slow attempts=1 duration=100ms remaining=900ms error="fetch: attempts exhausted (after 1 attempt): attempt 1 exceeded its 100ms ceiling: context deadline exceeded"`+"\n", buf.String())
 	})
 }
