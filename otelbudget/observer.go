@@ -270,19 +270,17 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		AttrCeilingTimeouts.Int(r.CeilingTimeouts),
 		AttrDeadlineCuts.Int(r.DeadlineCuts),
 	)
-	switch r.Reason {
-	case deadline.ReasonSuccess, deadline.ReasonCanceled:
-		// A result, or the caller's own choice: not an error.
-	case deadline.ReasonPanic:
-		attrs = append(attrs, semconv.ErrorTypeKey.String("panic"))
-		c.span.SetStatus(codes.Error, "panic")
+	// error.type says why the call did not succeed; the status says whether
+	// that counts as an error, which a caller's cancellation does not.
+	if r.Reason != deadline.ReasonSuccess {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(callErrorType(r.Reason)))
+	}
+	switch {
+	case r.Reason == deadline.ReasonSuccess, r.Reason == deadline.ReasonCanceled:
+	case r.Err != nil:
+		c.span.SetStatus(codes.Error, r.Err.Error())
 	default:
-		attrs = append(attrs, semconv.ErrorType(r.Err))
-		if r.Err != nil {
-			c.span.SetStatus(codes.Error, r.Err.Error())
-		} else {
-			c.span.SetStatus(codes.Error, r.Reason.String())
-		}
+		c.span.SetStatus(codes.Error, r.Reason.String())
 	}
 	c.span.SetAttributes(attrs...)
 	c.span.End()
