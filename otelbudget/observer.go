@@ -59,7 +59,7 @@ func New(opts ...Option) *Observer {
 	if o.metrics {
 		o.inst = newInstruments(meter)
 	}
-	o.clientTP = &clientTracerProvider{o: o}
+	o.clientTP = &clientTracerProvider{TracerProvider: c.tp, o: o}
 	o.hooks = o.newHooks(false)
 	o.client = o.newHooks(true)
 	return o
