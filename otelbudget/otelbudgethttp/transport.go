@@ -25,9 +25,11 @@ import (
 // metrics on obs's MeterProvider.
 //
 // A nil base means http.DefaultTransport; a nil obs means otelbudget.New()
-// (the global providers). Do not also put obs.Hooks() on the policy: every
-// attempt would then be recorded twice. As with any RoundTripper the caller
-// must close the response body; the request's CLIENT span ends when it does.
+// (the global providers). There is nothing else to attach: obs's hooks
+// attached again (on the policy, on the request's context, as another
+// transport option) are harmless, the call is still recorded once. As with
+// any RoundTripper the caller must close the response body; the request's
+// CLIENT span ends when it does.
 func NewTransport(base http.RoundTripper, obs *otelbudget.Observer, opts ...deadlinehttp.Option) *deadlinehttp.Transport {
 	if obs == nil {
 		obs = otelbudget.New()
