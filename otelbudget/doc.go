@@ -62,6 +62,15 @@
 // alone allocate nothing), and an observer attached twice then counts its
 // metrics twice.
 //
+// # Metrics and histograms
+//
+// The duration histograms are in seconds with explicit bucket boundaries
+// from 1 ms to 30 s. An application that wants base-2 exponential
+// histograms, which a Collector can merge across instances, selects them in
+// its SDK: a View on the instruments [DurationInstruments] lists, or for
+// OTLP exporters the variable
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram.
+//
 // The package imports the OpenTelemetry API only, never the SDK or an
 // exporter: the application chooses those. The providers default to the
 // global ones.
