@@ -2,6 +2,7 @@ package otelbudget
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -161,7 +162,8 @@ type callKey struct{ o *Observer }
 // call harmless: the composed hooks run once per attachment, and every run
 // after the first finds its event already recorded.
 type call struct {
-	info     deadline.CallInfo
+	name     string     // CallInfo.Name and Start: what tells a second
+	start    time.Time  // attachment from a call nested in the operation
 	span     trace.Span // nil when the call span is not recording
 	client   bool       // attached through ClientHooks at least once
 	attempts int        // the latest attempt started
@@ -185,13 +187,13 @@ func (o *Observer) callStartClient(ctx context.Context, c deadline.CallInfo) con
 }
 
 // callStart starts the call span, unless ctx already carries this
-// observer's state for the very same call: the same CallInfo (start instant
-// included) and no attempt started yet. That is the observer attached twice
+// observer's state for the very same call: the same name and start instant
+// (CallInfo) and no attempt started yet. That is the observer attached twice
 // (policy, transport, context) and reached again through the composed
 // hooks, not a call nested in another's operation, which always starts
 // after its parent's first attempt.
 func (o *Observer) callStart(ctx context.Context, info deadline.CallInfo, client bool) context.Context {
-	if c := o.callState(ctx); c != nil && c.attempts == 0 && !c.ended && c.info == info {
+	if c := o.callState(ctx); c != nil && c.attempts == 0 && !c.ended && c.start.Equal(info.Start) && c.name == info.Name {
 		c.client = c.client || client
 		return nil
 	}
@@ -207,7 +209,7 @@ func (o *Observer) callStart(ctx context.Context, info deadline.CallInfo, client
 		if !o.metrics {
 			return ctx
 		}
-		return context.WithValue(ctx, callKey{o}, &call{info: info, client: client})
+		return context.WithValue(ctx, callKey{o}, &call{name: info.Name, start: info.Start, client: client})
 	}
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs,
@@ -221,7 +223,7 @@ func (o *Observer) callStart(ctx context.Context, info deadline.CallInfo, client
 		attrs = append(attrs, AttrCeilingMs.Int64(ms(info.Ceiling)))
 	}
 	span.SetAttributes(attrs...)
-	return context.WithValue(ctx, callKey{o}, &call{info: info, span: span, client: client})
+	return context.WithValue(ctx, callKey{o}, &call{name: info.Name, start: info.Start, span: span, client: client})
 }
 
 func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) context.Context {
