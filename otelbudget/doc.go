@@ -54,8 +54,8 @@
 // the three places) is recorded once: one call span, one span per attempt,
 // one backoff event, metrics counted once; when ClientHooks is among them,
 // the client instrumentation's spans are the attempt spans. The observer
-// recognises the second attachment by the call's [deadline.CallInfo] (its
-// start instant included) arriving again before any attempt; a call made
+// recognises the second attachment by the call's name and start instant
+// ([deadline.CallInfo]) arriving again before any attempt; a call made
 // inside another call's operation comes after that call's first attempt
 // and is a call of its own, with its own spans. The one exception: with a
 // no-op TracerProvider the hooks keep no state per call (so that metrics
