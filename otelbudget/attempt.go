@@ -40,7 +40,9 @@ type attempt struct {
 	ended    bool
 }
 
-// startAttrs are the attributes known when the attempt starts.
+// startAttrs are the attributes known when the attempt starts. Only a
+// client span, one physical HTTP request, counts resends: the observer's own
+// INTERNAL span is not an HTTP span.
 func (at *attempt) startAttrs() []attribute.KeyValue {
 	a := at.info
 	attrs := make([]attribute.KeyValue, 0, 7)
@@ -54,7 +56,7 @@ func (at *attempt) startAttrs() []attribute.KeyValue {
 	if a.Ceiling > 0 {
 		attrs = append(attrs, AttrAttemptCeilingMs.Int64(ms(a.Ceiling)))
 	}
-	if a.Number > 1 {
+	if at.client && a.Number > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))
 	}
 	return attrs
@@ -85,10 +87,10 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 	if at.span == nil {
 		// Client mode, but no client span claimed the attempt: record it
 		// with a span of our own so that every attempt is visible.
+		owned, at.client = true, false
 		_, at.span = at.o.tracer.Start(at.parent, at.o.cache.attemptName(at.info.Name),
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at.info.Start),
 			trace.WithAttributes(at.startAttrs()...))
-		owned, at.client = true, false
 	}
 	attrs := make([]attribute.KeyValue, 0, 4)
 	attrs = append(attrs, AttrAttemptEndedBy.String(r.EndedBy.String()))
@@ -99,11 +101,17 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 			attrs = append(attrs, AttrRetryAfterMs.Int64(ms(ra)))
 		}
 	}
+	if failed {
+		// Also on a client span, over what its instrumentation derived from
+		// the error it saw (otelhttp: the Go type of a transport error), so
+		// that error.type takes the same values with or without it.
+		attrs = append(attrs, semconv.ErrorTypeKey.String(attemptErrorType(r)))
+	}
 	canceled := r.EndedBy == deadline.EndedCanceled
 	if at.client {
-		// The client instrumentation owns status and error.type; only a
-		// caller's cancellation is taken back from Error, and a failure it
-		// did not see is added.
+		// The client instrumentation owns the status; only a caller's
+		// cancellation is taken back from Error, and a failure it did not
+		// see is added.
 		switch {
 		case at.statusOK && !(canceled && at.status == codes.Error):
 			at.span.SetStatus(at.status, at.desc)
@@ -114,11 +122,6 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 			at.span.SetStatus(codes.Error, errText(r))
 		}
 	} else if failed && !canceled {
-		if r.Err != nil {
-			attrs = append(attrs, semconv.ErrorType(r.Err))
-		} else {
-			attrs = append(attrs, semconv.ErrorTypeKey.String(r.EndedBy.String()))
-		}
 		at.span.SetStatus(codes.Error, errText(r))
 	}
 	at.span.SetAttributes(attrs...)

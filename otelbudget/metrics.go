@@ -13,8 +13,9 @@ import (
 
 // The metric instruments, created once by New. Durations are histograms in
 // seconds, as the semantic conventions ask of duration metrics
-// (http.client.request.duration and friends); span attributes stay in
-// integer milliseconds.
+// (http.client.request.duration and friends), with explicit bucket
+// boundaries from 1 ms to 30 s; span attributes stay in integer
+// milliseconds.
 const (
 	// MetricCallDuration is the duration of a logical call, from CallStart to
 	// CallEnd (histogram, s; attributes step, stop_reason, verdict).
@@ -33,6 +34,40 @@ const (
 	// verdict). Mostly high: deadlines are loose; piled at 0: too tight.
 	MetricCallSlack = "deadline.call.slack"
 )
+
+// durationBuckets are the explicit bucket boundaries, in seconds, of the
+// duration histograms: 1, 2.5 and 5 per decade from 1 ms to 10 s, then 30 s.
+// Attempts and calls under a deadline budget run from about a millisecond
+// (a local call, a refusal) to the budget, and 30 s is
+// deadlinehttp.DefaultBudget, the longest a call gets unless told
+// otherwise; three steps per decade keep each bucket within a factor 2.5 of
+// the next, fine enough to read a p99 against a 100 ms or a 1 s budget.
+// The semantic conventions' HTTP boundaries (5 ms to 10 s) would put every
+// fast attempt in one bucket and every call that ran out a 30 s budget in
+// the overflow.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// DurationInstruments returns the names of the observer's duration
+// histograms, in seconds: [MetricCallDuration], [MetricAttemptDuration] and
+// [MetricCallSlack]. They advise explicit bucket boundaries (0.001, 0.0025,
+// 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 and 30 s).
+//
+// The metric API cannot choose an aggregation, so an application that
+// wants base-2 exponential histograms (which a Collector can merge across
+// instances) selects them in its SDK: with one View per name,
+//
+//	sdkmetric.NewView(
+//		sdkmetric.Instrument{Name: name, Scope: instrumentation.Scope{Name: otelbudget.ScopeName}},
+//		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 20}})
+//
+// (the pattern "deadline.*.duration" selects the two durations in one
+// View), or, for OTLP exporters, with the standard variable
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram,
+// which applies to every histogram the exporter sends. It returns a new
+// slice on every call.
+func DurationInstruments() []string {
+	return []string{MetricCallDuration, MetricAttemptDuration, MetricCallSlack}
+}
 
 type instruments struct {
 	callDuration    metric.Float64Histogram
@@ -53,9 +88,6 @@ func newInstruments(m metric.Meter) instruments {
 		}
 	}
 	nm := metricnoop.Meter{}
-	// The semantic conventions' advisory boundaries for HTTP durations, in
-	// seconds.
-	durationBuckets := []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 	attemptBuckets := []float64{1, 2, 3, 4, 5, 6, 8, 10}
 	if ins.callDuration, err = m.Float64Histogram(MetricCallDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of a logical call made under a deadline budget, retries and backoff included."),

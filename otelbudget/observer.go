@@ -2,6 +2,7 @@ package otelbudget
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -59,7 +60,7 @@ func New(opts ...Option) *Observer {
 	if o.metrics {
 		o.inst = newInstruments(meter)
 	}
-	o.clientTP = &clientTracerProvider{o: o}
+	o.clientTP = &clientTracerProvider{TracerProvider: c.tp, o: o}
 	o.hooks = o.newHooks(false)
 	o.client = o.newHooks(true)
 	return o
@@ -68,7 +69,9 @@ func New(opts ...Option) *Observer {
 // Hooks returns the hooks that produce the observer's spans and metrics.
 // Install them on a policy ([deadline.Policy.Hooks]) or a context
 // ([deadline.WithHooks]); compose them with others with [deadline.Compose].
-// Every call returns the same value.
+// Every call returns the same value. The package documentation says which
+// hooks to attach where; attaching the observer twice to one call is
+// harmless.
 //
 // CallStart starts the call span (kind INTERNAL, named by the step, or
 // "deadline.call" when the policy has no name). AttemptStart starts a child
@@ -86,26 +89,33 @@ func New(opts ...Option) *Observer {
 func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
 
 // ClientHooks returns hooks like [Observer.Hooks] but for operations whose
-// attempts are recorded by a client instrumentation that starts one span per
-// physical request (otelhttp, otelgrpc): AttemptStart starts no span; it
-// leaves the attempt in the context it returns, and the first span started
-// in that context by a tracer of [Observer.ClientTracerProvider] becomes the
-// attempt's span, carrying the attempt attributes and
-// http.request.resend_count as a child of the call span. An attempt that no
-// such span claims (the operation failed before its request was sent) gets
-// an INTERNAL "<step> attempt" span at AttemptEnd, so none is lost.
+// attempts an HTTP client instrumentation (otelhttp) records with one span
+// per physical request: AttemptStart starts no span; it leaves the attempt
+// in the context it returns, and the first span started in that context by
+// a tracer of [Observer.ClientTracerProvider] becomes the attempt's span,
+// carrying the attempt attributes and http.request.resend_count as a child
+// of the call span. An attempt that no such span claims (the operation
+// failed before its request was sent) gets an INTERNAL "<step> attempt"
+// span at AttemptEnd, so none is lost.
 //
-// Use both together; package otelbudgethttp does this for net/http. Like
-// Hooks, it returns nil when both providers are no-ops.
+// Use both together; package otelbudgethttp does this for net/http. When
+// the same call is also observed through [Observer.Hooks] of this observer,
+// ClientHooks decide: the attempts are the client's spans. Like Hooks, it
+// returns nil when both providers are no-ops.
 func (o *Observer) ClientHooks() *deadline.Hooks { return o.client }
 
 // ClientTracerProvider returns a TracerProvider to give the client
 // instrumentation used under [Observer.ClientHooks]. It wraps the observer's
-// own provider: spans started outside an attempt's context pass through
-// untouched. The span that claims an attempt is ended only once both its
-// instrumentation has ended it (the end timestamp is the one it asked for)
-// and the attempt's outcome attributes are set, whichever comes last; a
-// caller's cancellation does not set its status to Error.
+// own provider: spans started outside an attempt's context, or after the
+// attempt's span, pass through untouched. The span that claims an attempt
+// comes back wrapped, and only its End and SetStatus are held: the real
+// span is ended once both its instrumentation has ended it (the end
+// timestamp is the one it asked for) and the attempt's outcome attributes
+// are set, whichever comes last, so it does not matter whether the
+// instrumentation ends it before the engine's hooks run (a failed request, a
+// drained retryable response) or after (a body the caller reads). A
+// caller's cancellation does not set its status to Error. Every other
+// method, including any the trace API adds later, is the real span's.
 func (o *Observer) ClientTracerProvider() trace.TracerProvider { return o.clientTP }
 
 // TracerProvider returns the TracerProvider the observer was built with
@@ -127,12 +137,14 @@ func (o *Observer) newHooks(client bool) *deadline.Hooks {
 		CallEnd:    o.callEnd,
 	}
 	if o.tracing {
-		h.CallStart = o.callStart
 		h.Backoff = o.backoff
+		// AttemptStart is the same for both: the call knows since its
+		// CallStart whether ClientHooks observe it.
+		h.AttemptStart = o.attemptStart
 		if client {
-			h.AttemptStart = o.attemptStartClient
+			h.CallStart = o.callStartClient
 		} else {
-			h.AttemptStart = o.attemptStart
+			h.CallStart = o.callStartOwn
 		}
 	}
 	return h
@@ -142,10 +154,23 @@ func (o *Observer) newHooks(client bool) *deadline.Hooks {
 // the observer so that two observers composed on one call keep apart.
 type callKey struct{ o *Observer }
 
-// call is the state of one observed call, from CallStart to CallEnd.
+// call is the state of one observed call, from CallStart to CallEnd. The
+// engine runs the hooks of one call on one goroutine, one after the other,
+// so it needs no lock.
+//
+// The counters make a second attachment of the same observer to the same
+// call harmless: the composed hooks run once per attachment, and every run
+// after the first finds its event already recorded.
 type call struct {
-	span trace.Span
-	cur  *attempt // the latest attempt, until its span is settled
+	name     string     // CallInfo.Name and Start: what tells a second
+	start    time.Time  // attachment from a call nested in the operation
+	span     trace.Span // nil when the call span is not recording
+	client   bool       // attached through ClientHooks at least once
+	attempts int        // the latest attempt started
+	measured int        // the latest attempt whose end was recorded
+	backoffs int        // the latest attempt whose backoff was recorded
+	ended    bool       // CallEnd was recorded
+	cur      *attempt   // the latest attempt, until its span is settled
 }
 
 func (o *Observer) callState(ctx context.Context) *call {
@@ -153,8 +178,26 @@ func (o *Observer) callState(ctx context.Context) *call {
 	return c
 }
 
-func (o *Observer) callStart(ctx context.Context, c deadline.CallInfo) context.Context {
-	name := c.Name
+func (o *Observer) callStartOwn(ctx context.Context, c deadline.CallInfo) context.Context {
+	return o.callStart(ctx, c, false)
+}
+
+func (o *Observer) callStartClient(ctx context.Context, c deadline.CallInfo) context.Context {
+	return o.callStart(ctx, c, true)
+}
+
+// callStart starts the call span, unless ctx already carries this
+// observer's state for the very same call: the same name and start instant
+// (CallInfo) and no attempt started yet. That is the observer attached twice
+// (policy, transport, context) and reached again through the composed
+// hooks, not a call nested in another's operation, which always starts
+// after its parent's first attempt.
+func (o *Observer) callStart(ctx context.Context, info deadline.CallInfo, client bool) context.Context {
+	if c := o.callState(ctx); c != nil && c.attempts == 0 && !c.ended && c.start.Equal(info.Start) && c.name == info.Name {
+		c.client = c.client || client
+		return nil
+	}
+	name := info.Name
 	if name == "" {
 		name = "deadline.call"
 	}
@@ -162,27 +205,40 @@ func (o *Observer) callStart(ctx context.Context, c deadline.CallInfo) context.C
 	if !span.IsRecording() {
 		// Sampled out: the span still parents what follows (its context
 		// propagates), but no attempt span or attribute is worth building.
-		return ctx
+		// The state is kept only so that the metrics count a call once.
+		if !o.metrics {
+			return ctx
+		}
+		return context.WithValue(ctx, callKey{o}, &call{name: info.Name, start: info.Start, client: client})
 	}
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs,
-		AttrStep.String(c.Name),
-		AttrBudgetMs.Int64(ms(c.Budget)),
-		AttrRemainingAtStartMs.Int64(ms(c.Remaining)),
-		AttrFloorMs.Int64(ms(c.Floor)),
-		AttrMaxAttempts.Int(c.MaxAttempts),
+		AttrStep.String(info.Name),
+		AttrBudgetMs.Int64(ms(info.Budget)),
+		AttrRemainingAtStartMs.Int64(ms(info.Remaining)),
+		AttrFloorMs.Int64(ms(info.Floor)),
+		AttrMaxAttempts.Int(info.MaxAttempts),
 	)
-	if c.Ceiling > 0 {
-		attrs = append(attrs, AttrCeilingMs.Int64(ms(c.Ceiling)))
+	if info.Ceiling > 0 {
+		attrs = append(attrs, AttrCeilingMs.Int64(ms(info.Ceiling)))
 	}
 	span.SetAttributes(attrs...)
-	return context.WithValue(ctx, callKey{o}, &call{span: span})
+	return context.WithValue(ctx, callKey{o}, &call{name: info.Name, start: info.Start, span: span, client: client})
 }
 
 func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) context.Context {
 	c := o.callState(ctx)
-	if c == nil {
+	if c == nil || a.Number <= c.attempts {
+		// Not observed, or the same attempt reached through a second
+		// attachment: ctx already carries its span.
 		return nil
+	}
+	c.attempts = a.Number
+	if c.span == nil {
+		return nil
+	}
+	if c.client {
+		return o.pendClientAttempt(ctx, c, a)
 	}
 	at := &attempt{o: o, info: a}
 	c.cur = at
@@ -196,33 +252,36 @@ func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) con
 // returns.
 type attemptKey struct{ o *Observer }
 
-func (o *Observer) attemptStartClient(ctx context.Context, a deadline.AttemptInfo) context.Context {
-	c := o.callState(ctx)
-	if c == nil {
-		return nil
-	}
+// pendClientAttempt leaves the attempt in the context for the first span a
+// tracer of ClientTracerProvider starts in it.
+func (o *Observer) pendClientAttempt(ctx context.Context, c *call, a deadline.AttemptInfo) context.Context {
 	at := &attempt{o: o, info: a, client: true, parent: ctx}
 	c.cur = at
 	return context.WithValue(ctx, attemptKey{o}, at)
 }
 
 func (o *Observer) attemptEnd(ctx context.Context, a deadline.AttemptInfo, r deadline.AttemptResult) {
+	c := o.callState(ctx)
+	if c != nil {
+		if a.Number <= c.measured {
+			return
+		}
+		c.measured = a.Number
+	}
 	if o.metrics {
 		o.inst.attemptDuration.Record(ctx, r.Duration.Seconds(), o.cache.attemptOpts(attemptMetricKey{a.Name, r.EndedBy})...)
 	}
-	if !o.tracing {
-		return
-	}
-	if c := o.callState(ctx); c != nil && c.cur != nil && c.cur.info.Number == a.Number {
+	if c != nil && c.cur != nil && c.cur.info.Number == a.Number {
 		c.cur.finish(r)
 	}
 }
 
 func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 	c := o.callState(ctx)
-	if c == nil {
+	if c == nil || c.span == nil || b.Attempt <= c.backoffs {
 		return
 	}
+	c.backoffs = b.Attempt
 	attrs := make([]attribute.KeyValue, 0, 5)
 	attrs = append(attrs,
 		AttrAttemptNumber.Int(b.Attempt),
@@ -240,6 +299,13 @@ func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 }
 
 func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
+	c := o.callState(ctx)
+	if c != nil {
+		if c.ended {
+			return
+		}
+		c.ended = true
+	}
 	v := VerdictOf(r)
 	if o.metrics {
 		opts := o.cache.callOpts(callMetricKey{r.Name, r.Reason, v})
@@ -250,11 +316,7 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 			o.inst.refusals.Add(ctx, 1, opts.add...)
 		}
 	}
-	if !o.tracing {
-		return
-	}
-	c := o.callState(ctx)
-	if c == nil {
+	if c == nil || c.span == nil {
 		return
 	}
 	if at := c.cur; at != nil {
@@ -270,19 +332,17 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		AttrCeilingTimeouts.Int(r.CeilingTimeouts),
 		AttrDeadlineCuts.Int(r.DeadlineCuts),
 	)
-	switch r.Reason {
-	case deadline.ReasonSuccess, deadline.ReasonCanceled:
-		// A result, or the caller's own choice: not an error.
-	case deadline.ReasonPanic:
-		attrs = append(attrs, semconv.ErrorTypeKey.String("panic"))
-		c.span.SetStatus(codes.Error, "panic")
+	// error.type says why the call did not succeed; the status says whether
+	// that counts as an error, which a caller's cancellation does not.
+	if r.Reason != deadline.ReasonSuccess {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(callErrorType(r.Reason)))
+	}
+	switch {
+	case r.Reason == deadline.ReasonSuccess, r.Reason == deadline.ReasonCanceled:
+	case r.Err != nil:
+		c.span.SetStatus(codes.Error, r.Err.Error())
 	default:
-		attrs = append(attrs, semconv.ErrorType(r.Err))
-		if r.Err != nil {
-			c.span.SetStatus(codes.Error, r.Err.Error())
-		} else {
-			c.span.SetStatus(codes.Error, r.Reason.String())
-		}
+		c.span.SetStatus(codes.Error, r.Reason.String())
 	}
 	c.span.SetAttributes(attrs...)
 	c.span.End()

@@ -25,9 +25,12 @@ import (
 // metrics on obs's MeterProvider.
 //
 // A nil base means http.DefaultTransport; a nil obs means otelbudget.New()
-// (the global providers). Do not also put obs.Hooks() on the policy: every
-// attempt would then be recorded twice. As with any RoundTripper the caller
-// must close the response body; the request's CLIENT span ends when it does.
+// (the global providers). There is nothing else to attach: obs's hooks
+// attached again (on the policy, on the request's context, as another
+// transport option) are harmless, the call is still recorded once. As with
+// any RoundTripper the caller must close the response body; the request's
+// CLIENT span ends when it does. The transport's CloseIdleConnections (which
+// http.Client.CloseIdleConnections calls) reaches base.
 func NewTransport(base http.RoundTripper, obs *otelbudget.Observer, opts ...deadlinehttp.Option) *deadlinehttp.Transport {
 	if obs == nil {
 		obs = otelbudget.New()
@@ -35,7 +38,24 @@ func NewTransport(base http.RoundTripper, obs *otelbudget.Observer, opts ...dead
 	all := make([]deadlinehttp.Option, 0, len(opts)+1)
 	all = append(all, deadlinehttp.WithHooks(obs.ClientHooks()))
 	all = append(all, opts...)
-	return deadlinehttp.NewTransport(NewBase(base, obs), all...)
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return deadlinehttp.NewTransport(idleCloser{NewBase(base, obs), base}, all...)
+}
+
+// idleCloser forwards CloseIdleConnections, which otelhttp's transport does
+// not have, to the base transport, so that http.Client.CloseIdleConnections
+// reaches the connection pool.
+type idleCloser struct {
+	*otelhttp.Transport
+	base http.RoundTripper
+}
+
+func (t idleCloser) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // NewBase returns the otelhttp transport over base that [NewTransport]

@@ -141,15 +141,12 @@ func byHandCall(flaky bool) func() {
 				otelbudget.AttrAttemptGrantedMs.Int64(ms(a.Granted)), otelbudget.AttrAttemptRemainingMs.Int64(ms(a.Remaining)),
 				otelbudget.AttrAttemptLimitedBy.String(a.LimitedBy.String()), otelbudget.AttrAttemptCeilingMs.Int64(ms(a.Ceiling)),
 			}
-			if a.Number > 1 {
-				attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))
-			}
 			actx, span := tracer.Start(ctx, a.Name+" attempt", trace.WithSpanKind(trace.SpanKindInternal),
 				trace.WithTimestamp(a.Start), trace.WithAttributes(attrs...))
 			v, err := inner(actx, a)
 			if err != nil {
 				span.SetStatus(codes.Error, err.Error())
-				span.SetAttributes(otelbudget.AttrAttemptEndedBy.String("error"), otelbudget.AttrAttemptRetryable.Bool(true), semconv.ErrorType(err))
+				span.SetAttributes(otelbudget.AttrAttemptEndedBy.String("error"), otelbudget.AttrAttemptRetryable.Bool(true), semconv.ErrorTypeKey.String("_OTHER"))
 				prev = span
 				return v, err
 			}

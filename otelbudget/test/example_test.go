@@ -45,7 +45,7 @@ func Example_observerHooks() {
 	// Output:
 	// results <nil>
 	// search attempt: deadline.attempt.number=1 deadline.attempt.granted_ms=250 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=error
-	// search attempt: deadline.attempt.number=2 deadline.attempt.granted_ms=250 deadline.attempt.limited_by=ceiling http.request.resend_count=1 deadline.attempt.ended_by=completed
+	// search attempt: deadline.attempt.number=2 deadline.attempt.granted_ms=250 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=completed
 	// search: deadline.budget_ms=1000 deadline.attempts=2 deadline.stop_reason=success deadline.verdict=ok
 }
 

@@ -291,3 +291,26 @@ func TestNilObserverAndBase(t *testing.T) {
 	var pe *deadline.PolicyError
 	assert.True(t, errors.As(err, &pe))
 }
+
+// countingBase counts CloseIdleConnections calls on its way to the pool.
+type countingBase struct {
+	*http.Transport
+	closed atomic.Int32
+}
+
+func (b *countingBase) CloseIdleConnections() {
+	b.closed.Add(1)
+	b.Transport.CloseIdleConnections()
+}
+
+// TestCloseIdleConnectionsReachesBase: http.Client.CloseIdleConnections
+// reaches the base transport through deadlinehttp and otelhttp, which does
+// not forward it itself.
+func TestCloseIdleConnectionsReachesBase(t *testing.T) {
+	h := newHarness(t)
+	base := &countingBase{Transport: h.base}
+	client := &http.Client{Transport: otelbudgethttp.NewTransport(base, h.obs)}
+	client.CloseIdleConnections()
+	assert.Equal(t, int32(1), base.closed.Load())
+	otelbudgethttp.NewTransport(nil, h.obs).CloseIdleConnections() // http.DefaultTransport: no panic
+}
