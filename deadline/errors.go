@@ -12,44 +12,52 @@ import (
 
 // timeoutError is a sentinel that also matches context.DeadlineExceeded, so
 // that callers who only know the standard library still see a timeout.
-type timeoutError struct{ msg string }
+//
+// typ is its semantic-conventions error.type: the sentinels are context
+// causes, so net/http hands them back as the error of a request whose
+// attempt ran out, and instrumentation that derives error.type from the
+// error (otelhttp does, through semconv.ErrorType) must find a documented,
+// low-cardinality value rather than this unexported type's name.
+type timeoutError struct{ msg, typ string }
 
 func (e *timeoutError) Error() string        { return e.msg }
 func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+func (e *timeoutError) ErrorType() string    { return e.typ }
 
 // canceledError is a sentinel that also matches context.Canceled.
 type canceledError struct{ msg string }
 
 func (e *canceledError) Error() string        { return e.msg }
 func (e *canceledError) Is(target error) bool { return target == context.Canceled }
+func (e *canceledError) ErrorType() string    { return "canceled" }
 
 var (
 	// ErrDeadlineReached is the context cause when the run's shared deadline
 	// (less the policy's floor, inside [Do]) ended a context, and the sentinel
 	// of [ReasonDeadline]. It matches context.DeadlineExceeded.
-	ErrDeadlineReached error = &timeoutError{"deadline: the shared deadline was reached"}
+	ErrDeadlineReached error = &timeoutError{"deadline: the shared deadline was reached", "deadline_exceeded"}
 
 	// ErrCeilingReached is the context cause when an attempt's own ceiling
 	// ([Policy.AttemptTimeout], or the limit of [Deadline.ScopeLimit]) ended
 	// it: the operation was slow, the budget was not yet spent. It matches
 	// context.DeadlineExceeded.
-	ErrCeilingReached error = &timeoutError{"deadline: the attempt's ceiling was reached"}
+	ErrCeilingReached error = &timeoutError{"deadline: the attempt's ceiling was reached", "attempt_timeout"}
 
 	// ErrRefused is the sentinel of [ReasonRefused]: no attempt was started
 	// because what was left of the budget was at or below the floor. It
 	// matches context.DeadlineExceeded.
-	ErrRefused error = &timeoutError{"deadline: refused below the floor"}
+	ErrRefused error = &timeoutError{"deadline: refused below the floor", "refused"}
 
 	// ErrBackoffExceedsBudget is the sentinel of [ReasonBackoffTooLong]: the
 	// chosen backoff sleep would not leave time for another attempt. It
 	// matches context.DeadlineExceeded.
-	ErrBackoffExceedsBudget error = &timeoutError{"deadline: backoff would outlast the deadline"}
+	ErrBackoffExceedsBudget error = &timeoutError{"deadline: backoff would outlast the deadline", "backoff_exceeds_budget"}
 
 	// ErrRetryAfterExceedsBudget is the sentinel of [ReasonRetryAfterTooLong]:
 	// a server asked to wait longer than what was left. It matches
 	// context.DeadlineExceeded.
-	ErrRetryAfterExceedsBudget error = &timeoutError{"deadline: Retry-After would outlast the deadline"}
+	ErrRetryAfterExceedsBudget error = &timeoutError{"deadline: Retry-After would outlast the deadline", "retry_after_exceeds_budget"}
 
 	// ErrCanceled is the sentinel of [ReasonCanceled]: the caller's context
 	// was canceled. It matches context.Canceled.
