@@ -14,13 +14,13 @@ GO_NEWER      ?= go1.27.4
 # visit each of them.
 SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' | sort))
 
-.PHONY: all test test-main test-sub consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci
 
 all: test
 
 ## test: vet, then every test with the race detector, in every module, then
 ## the module-graph check of a program that adopts the libraries.
-test: vet test-main test-sub consumer-check
+test: vet test-main test-sub test-oldest consumer-check
 
 test-main:
 	$(GO) test -race -count=1 ./...
@@ -31,6 +31,11 @@ test-sub:
 		short=; case $$m in bench) short=-short;; esac; \
 		echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 $$short ./...); \
 	done
+
+## test-oldest: otelbudget's SDK tests against the oldest otelhttp the root
+## module supports (its go.mod's minimum; go.oldest.mod pins it).
+test-oldest:
+	cd otelbudget/test && $(GO) vet -modfile=go.oldest.mod ./... && $(GO) test -race -count=1 -modfile=go.oldest.mod ./...
 
 ## consumer-check: a scratch module importing only deadline and deadlinehttp
 ## gets no gRPC, OTel SDK, exporter, Prometheus or autoexport module.
