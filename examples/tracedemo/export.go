@@ -86,9 +86,10 @@ func newSpanExporter(ctx context.Context, kind string, stdout io.Writer, getenv 
 // OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION, which the OTLP
 // metric exporters honour), except that with the variable unset the demo
 // writes to stdout, as it does spans, where autoexport would default to
-// OTLP. Every reader it returns exports when it is shut down: the
-// periodic readers' interval (60s unless OTEL_METRIC_EXPORT_INTERVAL says
-// otherwise) is longer than any scenario.
+// OTLP. The OTLP and stdout readers export when they are shut down (their
+// interval, 60s unless OTEL_METRIC_EXPORT_INTERVAL says otherwise, is longer
+// than any scenario); autoexport's prometheus reader only serves what it
+// holds until the process ends.
 func newMetricReader(ctx context.Context, kind string, stdout io.Writer, getenv func(string) string) (sdkmetric.Reader, string, error) {
 	env := getenv("OTEL_METRICS_EXPORTER")
 	stdoutReader := func(context.Context) (sdkmetric.Reader, error) {

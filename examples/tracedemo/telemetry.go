@@ -45,9 +45,6 @@ func newTelemetry(ctx context.Context, kind string, stdout io.Writer, getenv fun
 	if err != nil {
 		return nil, fmt.Errorf("resource: %w", err)
 	}
-	// flush exports both signals at once: to stdout, each JSON object must
-	// be written whole, not interleaved with the other signal's.
-	stdout = &lockedWriter{w: stdout}
 	spanExp, spanTo, err := newSpanExporter(ctx, kind, stdout, getenv)
 	if err != nil {
 		return nil, err
@@ -82,25 +79,37 @@ func (t *telemetry) writesStdout() bool {
 	return writesStdout(t.spanTo) || writesStdout(t.metricTo)
 }
 
-// flush ends the providers and exports every span and metric point, the two
-// signals concurrently, within timeout of the call (even if ctx is already
-// canceled: a run interrupted by ^C still reports what it did). Nothing it
-// starts outlives it.
+// flush ends the providers and exports every span and metric point within
+// timeout of the call (even if ctx is already canceled: a run interrupted by
+// ^C still reports what it did). The two signals are exported concurrently,
+// so that one slow collector costs the timeout once, except when both go to
+// stdout: there, one after the other, so that their JSON objects do not
+// interleave. Nothing it starts outlives it.
 func (t *telemetry) flush(ctx context.Context, timeout time.Duration) exportReport {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	r := exportReport{timeout: timeout, spans: signalReport{what: "span", to: t.spanTo}, points: signalReport{what: "metric point", to: t.metricTo}}
 	_ = t.tp.Shutdown(ctx) // every span has ended: the syncer has handed them all to t.spans
-	var wg sync.WaitGroup
+	var exports []func()
 	if t.spanExp != nil {
 		r.spans.exported = true
-		wg.Go(func() { r.spans.n, r.spans.err = t.spans.flush(ctx, t.spanExp) })
+		exports = append(exports, func() { r.spans.n, r.spans.err = t.spans.flush(ctx, t.spanExp) })
 	}
 	if t.sdkMP != nil {
 		r.points.exported = true
-		wg.Go(func() { r.points.n, r.points.err = t.flushMetrics(ctx) })
+		exports = append(exports, func() { r.points.n, r.points.err = t.flushMetrics(ctx) })
 	}
-	wg.Wait()
+	if writesStdout(t.spanTo) && writesStdout(t.metricTo) {
+		for _, export := range exports {
+			export()
+		}
+	} else {
+		var wg sync.WaitGroup
+		for _, export := range exports {
+			wg.Go(export)
+		}
+		wg.Wait()
+	}
 	for _, s := range []*signalReport{&r.spans, &r.points} {
 		if s.err != nil && ctx.Err() != nil {
 			s.err = fmt.Errorf("gave up after %s: %w", timeout, s.err)
@@ -194,19 +203,6 @@ func (r exportReport) line() string {
 		line += " (the run itself is unaffected)"
 	}
 	return line
-}
-
-// lockedWriter serialises writes to w. The stdout exporters write each
-// JSON object with one Write (json.Encoder does), so objects stay whole.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // spanBuffer is a span exporter that keeps every span in memory until
