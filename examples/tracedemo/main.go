@@ -116,7 +116,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER is set: what autoexport builds from it).\n"+
 		"With none or otlp, the waterfall goes to stdout")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
-	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans and metrics may take after the run, the two at once")
+	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans and metrics may take after the run, under one deadline")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n"+
 			"A step the budget stops does not stop the plan (the budget refuses what cannot start); any other failure does.\n\nScenarios:\n")

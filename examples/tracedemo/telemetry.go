@@ -16,16 +16,16 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// defaultExportGrace is how long exporting the spans and the metrics, both
-// at once, may take after the run: the process ends within its budget plus
+// defaultExportGrace is how long exporting the spans and the metrics, under
+// one deadline, may take after the run: the process ends within its budget plus
 // this grace (and the time to start), even when the collector is
 // unreachable.
 const defaultExportGrace = 500 * time.Millisecond
 
 // telemetry is the run's OpenTelemetry SDK: a TracerProvider whose spans
 // wait in memory, and a MeterProvider whose reader exports when it is shut
-// down. Nothing is exported during the run; flush exports both signals at
-// once, under one deadline.
+// down. Nothing is exported during the run; flush exports both signals
+// under one deadline.
 type telemetry struct {
 	tp      *sdktrace.TracerProvider
 	spans   *spanBuffer
@@ -62,10 +62,11 @@ func newTelemetry(ctx context.Context, kind string, stdout io.Writer, getenv fun
 	}
 	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.spans), sdktrace.WithResource(res))
 	if reader != nil {
-		// The exporting reader's exporter cannot be wrapped (autoexport
-		// hands back a whole reader), so a manual reader of its own sees the
-		// same instruments: one point per instrument and attribute set,
-		// which is what the one export at shutdown sends.
+		// The exporting reader's exporter cannot be wrapped to count what
+		// it sends (autoexport hands back a whole reader), so a second,
+		// manual reader on the same provider counts the points: one per
+		// instrument and attribute set, what the one export at shutdown
+		// sends.
 		t.points = sdkmetric.NewManualReader()
 		t.sdkMP = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithReader(t.points), sdkmetric.WithResource(res))
 		t.mp = t.sdkMP
@@ -88,7 +89,7 @@ func (t *telemetry) writesStdout() bool {
 func (t *telemetry) flush(ctx context.Context, timeout time.Duration) exportReport {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	r := exportReport{timeout: timeout, spans: signalReport{what: "span", to: t.spanTo}, points: signalReport{what: "metric point", to: t.metricTo}}
+	r := exportReport{spans: signalReport{what: "span", to: t.spanTo}, points: signalReport{what: "metric point", to: t.metricTo}}
 	_ = t.tp.Shutdown(ctx) // every span has ended: the syncer has handed them all to t.spans
 	var exports []func()
 	if t.spanExp != nil {
@@ -159,9 +160,8 @@ func countPoints(rm *metricdata.ResourceMetrics) int {
 
 // exportReport is what flush did.
 type exportReport struct {
-	timeout time.Duration
-	spans   signalReport
-	points  signalReport
+	spans  signalReport
+	points signalReport
 }
 
 // signalReport is what flush did with one signal.
