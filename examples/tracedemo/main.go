@@ -1,7 +1,7 @@
 // Command tracedemo runs the source article's agent plan (search, fetch,
 // extract) for real: against provider HTTP servers it starts on 127.0.0.1,
-// under one deadline budget, with every call and attempt traced by
-// OpenTelemetry and exported to stdout or to an OTLP collector.
+// under one deadline budget, with every call and attempt traced and measured
+// by OpenTelemetry and exported to stdout or to an OTLP collector.
 //
 // After the run it prints a waterfall (each attempt's granted lease against
 // the time it used, the backoff waits and the refusals, on one time axis
@@ -13,6 +13,11 @@
 //
 //	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
 //	    [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
+//	    [-export-timeout 500ms]
+//
+// Each scenario is designed for its own budget. -budget replaces it: the
+// run then shows the verdicts that budget gets and exits 0, whatever they
+// are (a budget of 0 or less is a bad flag).
 //
 // The plan is best effort across budget stops: a step the budget stops
 // (refused below the floor, a wait that does not fit, a lease cut and ended
@@ -41,14 +46,25 @@
 //   - refused (10ms): below the 20ms floor, every step is refused before
 //     dialing; no provider sees a request.
 //
-// Export: stdout by default. -exporter otlp, or OTEL_TRACES_EXPORTER=otlp,
-// sends the spans with the OTLP exporter that contrib autoexport builds from
-// the standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
-// OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or grpc, OTEL_SERVICE_NAME, …).
-// The export is bounded by -export-timeout: an unreachable collector costs
-// one line on stderr and at most that long.
+// Export: the spans and the five deadline.* metrics go to stdout by
+// default, as pretty-printed JSON objects, and stdout then carries nothing
+// else: `go run . | jq` reads it, and the waterfall, the summary and the
+// messages go to stderr. With nothing written to stdout (-exporter none or
+// otlp) the waterfall and the summary go to stdout.
 //
-// The waterfall is coloured only when stdout is a terminal and NO_COLOR is
+// -exporter otlp, or OTEL_TRACES_EXPORTER=otlp and OTEL_METRICS_EXPORTER=otlp,
+// sends them with the OTLP exporters that contrib autoexport builds from the
+// standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or grpc, OTEL_SERVICE_NAME,
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION, …); each
+// variable left unset means stdout for its signal. The export of both
+// signals happens once, after the run, bounded by -export-timeout (500ms):
+// the process ends within its budget plus that grace even when the
+// collector is unreachable. One line on stderr says how many spans and
+// metric points were exported, or that the export failed and why; it never
+// changes the exit code.
+//
+// The waterfall is coloured only when it goes to a terminal and NO_COLOR is
 // unset.
 package main
 
@@ -71,16 +87,18 @@ type config struct {
 	budget        time.Duration // 0: the scenario's own
 	exporter      string        // exporterAuto, exporterStdout, exporterOTLP, exporterNone
 	waterfall     bool
-	color         bool
+	colorStdout   bool // colour the waterfall when it goes to stdout
+	colorStderr   bool // colour the waterfall when it goes to stderr
 	exportTimeout time.Duration
 	getenv        func(string) string
+	execute       executor // nil: execute, on loopback; tests play in memory
 }
 
 // defaultConfig returns the configuration of a plain `go run`.
 func defaultConfig() config {
 	return config{
 		scenario: "ok", seed: defaultSeed, waterfall: true,
-		exportTimeout: 3 * time.Second, getenv: func(string) string { return "" },
+		exportTimeout: defaultExportGrace, getenv: func(string) string { return "" },
 	}
 }
 
@@ -92,17 +110,24 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.scenario, "scenario", cfg.scenario, "what the providers do: "+strings.Join(scenarioNames(), ", "))
 	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
-	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+")")
-	fs.StringVar(&cfg.exporter, "exporter", "", "where spans go: stdout, otlp or none (default: stdout, or autoexport when OTEL_TRACES_EXPORTER is set)")
+	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+").\n"+
+		"A budget of yours is shown, not checked: the run exits 0 whatever the verdicts")
+	fs.StringVar(&cfg.exporter, "exporter", "", "where spans and metrics go: stdout, otlp or none (default: stdout, except for a signal whose\n"+
+		"OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER is set: what autoexport builds from it).\n"+
+		"With none or otlp, the waterfall goes to stdout")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
-	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans may take at the end")
+	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans and metrics may take after the run, under one deadline")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n"+
 			"A step the budget stops does not stop the plan (the budget refuses what cannot start); any other failure does.\n\nScenarios:\n")
 		for _, sc := range scenarios() {
 			fmt.Fprintf(fs.Output(), "  %-12s %s (budget %s)\n", sc.name, sc.about, fmtDur(sc.budget))
 		}
-		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "\nOutput: the spans and metrics as JSON on stdout, and nothing else there (pipe it to jq); the\n"+
+			"waterfall, the summary and one line on what was exported on stderr. With -exporter none or otlp,\n"+
+			"stdout carries the waterfall and the summary instead.\n"+
+			"Exit: 0 when the scenario behaved as designed (with -budget: always, the verdicts are shown, not\n"+
+			"checked), 1 when it did not, 2 on bad flags.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -119,11 +144,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	default:
 		return cfg, fmt.Errorf("-exporter %q: want stdout, otlp or none", cfg.exporter)
 	}
-	if cfg.budget < 0 {
+	budgetSet := false
+	fs.Visit(func(f *flag.Flag) { budgetSet = budgetSet || f.Name == "budget" })
+	if budgetSet && cfg.budget <= 0 {
 		return cfg, fmt.Errorf("-budget %s: want a positive duration such as 1s or 300ms", cfg.budget)
 	}
 	if cfg.exportTimeout <= 0 {
-		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 3s", cfg.exportTimeout)
+		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 500ms", cfg.exportTimeout)
 	}
 	return cfg, nil
 }
@@ -145,7 +172,9 @@ func main() {
 		os.Exit(2)
 	}
 	// no-color.org: a NO_COLOR that is present and not empty disables colour.
-	cfg.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == ""
+	noColor := os.Getenv("NO_COLOR") != ""
+	cfg.colorStdout = !noColor && isTerminal(os.Stdout)
+	cfg.colorStderr = !noColor && isTerminal(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err = run(ctx, cfg, os.Stdout, os.Stderr)
 	stop()

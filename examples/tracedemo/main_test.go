@@ -5,15 +5,51 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"go.uber.org/goleak"
 )
 
+// mainEnv, set to 1 in a child process's environment, makes the test
+// binary run the demo's main with the child's arguments: the tests of exit
+// codes and of the process's streams run the demo as a person does, without
+// a go build.
+const mainEnv = "TRACEDEMO_TEST_RUN_MAIN"
+
 // The providers, the HTTP transports and the exporters all start
 // goroutines: every one must be gone when the tests end.
 func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
+}
+
+// executeInMemory is an executor that plays sc's plan in memory: the
+// providers' real handlers (budget middleware and otelhttp server spans
+// included) behind memTransport. Call it inside a synctest bubble, where
+// every duration comes out exact.
+func executeInMemory(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider) (outcome, error) {
+	ps := newProviders(sc)
+	mem := memTransport{handlers: map[string]http.Handler{}}
+	urls := map[string]string{}
+	for _, s := range agentPlan() {
+		host := s.name + ".test"
+		h, err := ps.byStep[s.name].handler(tp)
+		if err != nil {
+			return outcome{}, err
+		}
+		mem.handlers[host] = h
+		urls[s.name] = "http://" + host
+	}
+	rec, stepErr := play(ctx, sc, seed, budget, tp, mp, mem, urls)
+	return outcome{rec: rec, ps: ps, stepErr: stepErr}, nil
 }
 
 // memTransport delivers each request to the handler of its host in memory,
@@ -31,6 +67,11 @@ type memTransport struct {
 }
 
 func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A RoundTripper always closes the request body (otelhttp records a
+	// request's client metrics when it does).
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
 	ctx := req.Context()
 	h, ok := m.handlers[req.URL.Host]
 	if !ok {

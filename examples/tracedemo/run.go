@@ -13,9 +13,8 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -32,10 +31,20 @@ const tracerName = "github.com/deadlinebudget/budget/examples/tracedemo"
 const closeTimeout = 5 * time.Second
 
 // run runs cfg's scenario: it starts the providers, runs the agent plan
-// under one budget, exports the spans, prints the waterfall and the summary
-// to stdout, and checks that the scenario behaved as designed. It returns
-// nil when it did, and an error that says what differed otherwise. Export
-// problems are reported on stderr in one line and do not fail the run.
+// under one budget, prints the waterfall and the summary, exports the spans
+// and metrics, and checks that the scenario behaved as designed. It returns
+// nil when it did, and an error that says what differed otherwise.
+//
+// Exported telemetry that the exporter writes as JSON goes to stdout, which
+// then carries nothing else (`make demo | jq` works); the waterfall and the
+// summary go to stderr in that case, and to stdout when nothing is exported
+// there (-exporter none or otlp). One line on stderr says what was
+// exported, or that the export failed and why; export problems do not fail
+// the run.
+//
+// With a budget chosen by the caller (cfg.budget > 0) the scenario's design,
+// which holds for its own budget, is not checked: run shows the verdicts and
+// returns nil.
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	sc, err := findScenario(cfg.scenario)
 	if err != nil {
@@ -49,72 +58,100 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	runPlan := cfg.execute
+	if runPlan == nil {
+		runPlan = execute
+	}
 
-	exp, where, err := newSpanExporter(ctx, cfg.exporter, stdout, getenv)
+	tel, err := newTelemetry(ctx, cfg.exporter, stdout, getenv)
 	if err != nil {
 		return err
 	}
-	res, err := newResource(ctx)
+	human, color := stdout, cfg.colorStdout
+	if tel.writesStdout() {
+		human, color = stderr, cfg.colorStderr
+	}
+
+	// The waterfall first, then the export (at most cfg.exportTimeout),
+	// flushed whatever happened so that nothing it started outlives run.
+	out, err := runPlan(ctx, sc, cfg.seed, budget, tel.tp, tel.mp)
+	if out.ps != nil { // nil: the providers did not start, nothing ran
+		err = errors.Join(err, report(human, out.rec, cfg, sc, color))
+	}
+	if line := tel.flush(ctx, cfg.exportTimeout).line(); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
 	if err != nil {
-		return fmt.Errorf("resource: %w", err)
-	}
-	buf := &spanBuffer{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(buf), sdktrace.WithResource(res))
-
-	rec, ps, stepErr, closeErr := execute(ctx, sc, cfg.seed, budget, tp)
-	_ = tp.Shutdown(ctx) // every span has ended: WithSyncer has handed them all to buf
-	if exp != nil {
-		if n, err := buf.flush(ctx, exp, cfg.exportTimeout); err != nil {
-			fmt.Fprintf(stderr, "tracedemo: %d spans not exported (%s): %s (the run itself is unaffected)\n", n, where, oneLine(err))
-		}
-	}
-
-	if cfg.waterfall {
-		fmt.Fprintln(stdout)
-		if err := writeWaterfall(stdout, rec, cfg.color); err != nil {
-			return err
-		}
-	}
-	if err := writeSummary(stdout, rec, cfg.color); err != nil {
 		return err
 	}
-	if closeErr != nil {
-		return closeErr
+	if cfg.budget > 0 {
+		return nil
 	}
-	if err := check(sc, rec, ps); err != nil {
-		if stepErr != nil {
-			err = fmt.Errorf("%w (steps failed with: %s)", err, oneLine(stepErr))
+	if err := check(sc, out.rec, out.ps); err != nil {
+		if out.stepErr != nil {
+			err = fmt.Errorf("%w (steps failed with: %s)", err, oneLine(out.stepErr))
 		}
 		return fmt.Errorf("scenario %s did not behave as designed: %w", sc.name, err)
 	}
 	return nil
 }
 
+// report writes what the person running the demo reads: the waterfall
+// (unless cfg turns it off), the summary, and, for a budget of the caller's,
+// that the verdicts are not checked against the scenario's design.
+func report(w io.Writer, rec runRecord, cfg config, sc scenario, color bool) error {
+	if cfg.waterfall {
+		if err := writeWaterfall(w, rec, color); err != nil {
+			return err
+		}
+	}
+	if err := writeSummary(w, rec, color); err != nil {
+		return err
+	}
+	if cfg.budget > 0 {
+		_, err := fmt.Fprintf(w, "-budget %s replaces the scenario's %s: the verdicts are shown, not checked against its design\n", fmtDur(cfg.budget), fmtDur(sc.budget))
+		return err
+	}
+	return nil
+}
+
+// outcome is what one run of the plan produced.
+type outcome struct {
+	rec     runRecord
+	ps      *providers // the providers, with what they saw
+	stepErr error      // the errors of the steps that failed, joined
+}
+
+// executor runs scenario sc's plan under budget, traced by tp and measured
+// by mp, and returns what happened, with an error if the providers could
+// not be started (the outcome is then empty, its providers nil: nothing
+// ran) or stopped. execute is the real one.
+type executor func(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider) (outcome, error)
+
 // execute starts the providers of sc on loopback, plays the plan against
-// them under a budget, and stops them. It returns what the budget did, the
-// providers (with what they saw), the errors of the steps that failed, and
-// an error if the providers could not be started or stopped.
-func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider) (runRecord, *providers, error, error) {
+// them under a budget, and stops them.
+func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider) (outcome, error) {
 	ps := newProviders(sc)
 	if err := ps.serve(tp); err != nil {
-		return runRecord{}, ps, nil, errors.Join(err, ps.close(ctx))
+		return outcome{}, errors.Join(err, ps.close(ctx))
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.Proxy = nil // the providers are on loopback: never through a proxy
-	rec, stepErr := play(ctx, sc, seed, budget, tp, base, ps.urls)
+	rec, stepErr := play(ctx, sc, seed, budget, tp, mp, base, ps.urls)
+	out := outcome{rec: rec, ps: ps, stepErr: stepErr}
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
 	if err := ps.close(cctx); err != nil {
-		return rec, ps, stepErr, fmt.Errorf("stopping the providers: %w", err)
+		return out, fmt.Errorf("stopping the providers: %w", err)
 	}
-	return rec, ps, stepErr, nil
+	return out, nil
 }
 
 // play runs the agent plan once under a new deadline of budget against the
-// providers at urls, sending with base, and returns what the budget did and
-// the errors of the steps that failed, joined (nil when every step
-// succeeded). Tests call it with an in-memory base transport inside a
+// providers at urls, sending with base, traced by tp and measured by mp,
+// and returns what the budget did and the errors of the steps that failed,
+// joined (nil when every step succeeded). Tests call it with an in-memory base transport inside a
 // synctest bubble.
 //
 // The plan is best effort across budget stops: a step that the budget
@@ -124,8 +161,8 @@ func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration
 // little is left to start it (the article's rule two). Any other failure
 // (the operation failed, attempts exhausted, the run canceled) stops the
 // plan, and the steps after it are recorded as not run.
-func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, base http.RoundTripper, urls map[string]string) (runRecord, error) {
-	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
+func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider, base http.RoundTripper, urls map[string]string) (runRecord, error) {
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(mp))
 	rng := mrand.New(mrand.NewPCG(seed, seed))
 	key := rand.Text() // one Idempotency-Key for the one logical extract call
 
