@@ -129,7 +129,7 @@ const maxCached = 512
 type callMetricKey struct {
 	step    string
 	reason  deadline.Reason
-	verdict Verdict
+	verdict deadline.Verdict
 }
 
 type attemptMetricKey struct {

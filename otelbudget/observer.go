@@ -306,7 +306,7 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		}
 		c.ended = true
 	}
-	v := VerdictOf(r)
+	v := deadline.VerdictOf(r)
 	if o.metrics {
 		opts := o.cache.callOpts(callMetricKey{r.Name, r.Reason, v})
 		o.inst.callDuration.Record(ctx, r.Duration.Seconds(), opts.rec...)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // The waterfall of a recorded run of the tight scenario: a 110ms budget in
@@ -17,11 +16,11 @@ func Example_waterfall() {
 	rec := runRecord{
 		Scenario: "tight", Seed: 7, Budget: ms(110), Floor: ms(20),
 		Calls: []callRecord{
-			{Name: "search", Ceiling: ms(250), MaxAttempts: 2, Reason: deadline.ReasonSuccess, Verdict: otelbudget.VerdictOK, Started: 1, End: ms(10), Left: ms(100),
+			{Name: "search", Ceiling: ms(250), MaxAttempts: 2, Reason: deadline.ReasonSuccess, Verdict: deadline.VerdictOK, Started: 1, End: ms(10), Left: ms(100),
 				Attempts: []attemptRecord{{Number: 1, Granted: ms(90), LimitedBy: deadline.LimitDeadline, Used: ms(10), EndedBy: deadline.EndedCompleted}}},
-			{Name: "fetch", Start: ms(10), Ceiling: ms(100), MaxAttempts: 3, Reason: deadline.ReasonDeadline, Verdict: otelbudget.VerdictDeadlineTooSmall, Started: 1, End: ms(90), Left: ms(20),
+			{Name: "fetch", Start: ms(10), Ceiling: ms(100), MaxAttempts: 3, Reason: deadline.ReasonDeadline, Verdict: deadline.VerdictDeadlineTooSmall, Started: 1, End: ms(90), Left: ms(20),
 				Attempts: []attemptRecord{{Number: 1, Start: ms(10), Granted: ms(80), LimitedBy: deadline.LimitDeadline, Used: ms(80), EndedBy: deadline.EndedDeadline}}},
-			{Name: "extract", Start: ms(90), Ceiling: ms(250), MaxAttempts: 2, Reason: deadline.ReasonRefused, Verdict: otelbudget.VerdictDeadlineTooSmall, End: ms(90), Left: ms(20)},
+			{Name: "extract", Start: ms(90), Ceiling: ms(250), MaxAttempts: 2, Reason: deadline.ReasonRefused, Verdict: deadline.VerdictDeadlineTooSmall, End: ms(90), Left: ms(20)},
 		},
 		Used: ms(90), Left: ms(20),
 	}

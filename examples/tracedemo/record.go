@@ -8,7 +8,6 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
-	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // runRecord is what the budget did during one run, collected from the
@@ -48,7 +47,7 @@ type callRecord struct {
 	Attempts    []attemptRecord
 	Waits       []waitRecord
 	Reason      deadline.Reason
-	Verdict     otelbudget.Verdict
+	Verdict     deadline.Verdict
 	Started     int           // attempts started
 	Left        time.Duration // budget left when the call ended
 }
@@ -143,7 +142,7 @@ func (r *recorder) hooks() *deadline.Hooks {
 			c := r.current()
 			c.End = r.since(now)
 			c.Reason = res.Reason
-			c.Verdict = otelbudget.VerdictOf(res)
+			c.Verdict = deadline.VerdictOf(res)
 			c.Started = res.Attempts
 			c.Left = res.Remaining
 		},

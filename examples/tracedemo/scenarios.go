@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // The article's settings, shared by every step of the plan.
@@ -86,7 +85,7 @@ func (s script) at(n int) reply {
 // expect is what a step must end with for the scenario to have behaved as
 // designed.
 type expect struct {
-	verdict  otelbudget.Verdict
+	verdict  deadline.Verdict
 	reason   deadline.Reason
 	attempts int // attempts started
 	requests int // requests the provider received
@@ -138,10 +137,10 @@ func (sc scenario) script(step string) script {
 // It builds them on each call: there is no package-level mutable state.
 func scenarios() []scenario {
 	ok := func(step string, attempts int) stepWant {
-		return stepWant{step, expect{verdict: otelbudget.VerdictOK, reason: deadline.ReasonSuccess, attempts: attempts, requests: attempts}}
+		return stepWant{step, expect{verdict: deadline.VerdictOK, reason: deadline.ReasonSuccess, attempts: attempts, requests: attempts}}
 	}
 	refused := func(step string) stepWant {
-		return stepWant{step, expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonRefused}}
+		return stepWant{step, expect{verdict: deadline.VerdictDeadlineTooSmall, reason: deadline.ReasonRefused}}
 	}
 	return []scenario{
 		{
@@ -173,7 +172,7 @@ func scenarios() []scenario {
 			},
 			want: []stepWant{
 				ok("search", 1),
-				{"fetch", expect{verdict: otelbudget.VerdictDeadlineTooSmall, reason: deadline.ReasonDeadline, attempts: 1, requests: 1}},
+				{"fetch", expect{verdict: deadline.VerdictDeadlineTooSmall, reason: deadline.ReasonDeadline, attempts: 1, requests: 1}},
 				refused("extract"),
 			},
 		},
@@ -189,7 +188,7 @@ func scenarios() []scenario {
 			},
 			want: []stepWant{
 				ok("search", 1),
-				{"fetch", expect{verdict: otelbudget.VerdictTooSlow, reason: deadline.ReasonExhausted, attempts: 3, requests: 3}},
+				{"fetch", expect{verdict: deadline.VerdictTooSlow, reason: deadline.ReasonExhausted, attempts: 3, requests: 3}},
 			},
 		},
 		{
@@ -212,7 +211,7 @@ func scenarios() []scenario {
 			},
 			want: []stepWant{
 				ok("search", 1),
-				{"fetch", expect{verdict: otelbudget.VerdictThrottled, reason: deadline.ReasonRetryAfterTooLong, attempts: 2, requests: 2}},
+				{"fetch", expect{verdict: deadline.VerdictThrottled, reason: deadline.ReasonRetryAfterTooLong, attempts: 2, requests: 2}},
 				ok("extract", 1),
 			},
 		},

@@ -104,7 +104,7 @@ func assertGuarantees(t *testing.T, sc scenario, rec runRecord, ps *providers, s
 	for _, name := range neverOK[sc.name] {
 		for _, c := range rec.Calls {
 			if c.Name == name {
-				assert.NotEqual(t, otelbudget.VerdictOK, c.Verdict, "%s: its provider never answers in time", name)
+				assert.NotEqual(t, deadline.VerdictOK, c.Verdict, "%s: its provider never answers in time", name)
 			}
 		}
 	}

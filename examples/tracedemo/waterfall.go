@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // barWidth is the number of columns the time axis spans: the whole budget.
@@ -43,11 +42,11 @@ func (p painter) paint(code, s string) string {
 
 // verdictColor is green for ok, yellow for a caller's cancellation, red
 // for every other verdict.
-func verdictColor(v otelbudget.Verdict) string {
+func verdictColor(v deadline.Verdict) string {
 	switch v {
-	case otelbudget.VerdictOK:
+	case deadline.VerdictOK:
 		return ansiGreen
-	case otelbudget.VerdictCanceled:
+	case deadline.VerdictCanceled:
 		return ansiYellow
 	}
 	return ansiRed

@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -277,7 +276,7 @@ func TestCheckSaysWhyAStepDidNotRun(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, check(sc, rec, ps))
 
-		sc.want = append(sc.want, stepWant{"extract", expect{verdict: otelbudget.VerdictOK, reason: deadline.ReasonSuccess, attempts: 1, requests: 1}})
+		sc.want = append(sc.want, stepWant{"extract", expect{verdict: deadline.VerdictOK, reason: deadline.ReasonSuccess, attempts: 1, requests: 1}})
 		err = check(sc, rec, ps)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "extract: did not run (fetch stopped the plan with attempts_exhausted)")
