@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -551,6 +552,11 @@ func TestServerInvalidOptions(t *testing.T) {
 
 // TestServerAllocations: with no-op providers the composition allocates
 // no more per request than otelhttp around deadlinehttp, built by hand.
+// The figures are means over many requests, interleaved, and compared with
+// half an allocation of slack: under the race detector sync.Pool drops
+// items at random (fmt's printers in http.Error, otelhttp's pools), which
+// moves either mean by a fraction; one more allocation per request would
+// move it by one.
 func TestServerAllocations(t *testing.T) {
 	tp, mp := tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(mp))
@@ -561,13 +567,40 @@ func TestServerAllocations(t *testing.T) {
 	inner, err := deadlinehttp.NewHandler(next, floor)
 	require.NoError(t, err)
 	byHand := otelhttp.NewHandler(inner, "api", otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(mp))
-	w := httptest.NewRecorder()
+	w := discardWriter{http.Header{}}
 	for _, v := range []string{"500", "5"} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.Header.Set(deadlinehttp.DefaultHeader, v)
-		base := testing.AllocsPerRun(200, func() { byHand.ServeHTTP(w, req) })
-		got := testing.AllocsPerRun(200, func() { composed.ServeHTTP(w, req) })
-		assert.LessOrEqual(t, got, base, "header %s: composed %v allocations, by hand %v", v, got, base)
-		t.Logf("header %s: composed %v allocations per request, otelhttp(deadlinehttp) by hand %v", v, got, base)
+		var base, got float64
+		for range 3 {
+			base += meanAllocs(1000, func() { byHand.ServeHTTP(w, req) })
+			got += meanAllocs(1000, func() { composed.ServeHTTP(w, req) })
+		}
+		base, got = base/3, got/3
+		assert.Less(t, got, base+0.5, "header %s: composed %.2f allocations, by hand %.2f", v, got, base)
+		t.Logf("header %s: composed %.2f allocations per request, otelhttp(deadlinehttp) by hand %.2f", v, got, base)
 	}
 }
+
+// meanAllocs is testing.AllocsPerRun without its rounding down to an
+// integer: the mean number of allocations of f over n calls, after a
+// warm-up call, on one P.
+func meanAllocs(n int, f func()) float64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n)
+}
+
+// discardWriter is a ResponseWriter that keeps nothing, so that it
+// allocates the same for every request (a recorder's body would grow).
+type discardWriter struct{ h http.Header }
+
+func (w discardWriter) Header() http.Header         { return w.h }
+func (w discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w discardWriter) WriteHeader(int)             {}
