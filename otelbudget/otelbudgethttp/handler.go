@@ -56,8 +56,8 @@ import (
 // A [deadlinehttp.WithAdmission] in opts runs too, after the one this
 // composition installs. A nil obs means otelbudget.New() (the global
 // providers). An invalid option or a nil next returns a nil handler and the
-// [*deadline.PolicyError] of [deadlinehttp.NewHandler], here, never per
-// request.
+// *deadline.PolicyError of [deadlinehttp.NewHandler] (errors.Is(err,
+// deadline.ErrInvalidPolicy)), here, never per request.
 func NewHandler(next http.Handler, operation string, obs *otelbudget.Observer, opts ...deadlinehttp.HandlerOption) (http.Handler, error) {
 	return NewHandlerWith(next, operation, obs, nil, opts...)
 }
