@@ -109,8 +109,20 @@ func WithMalformed(f func(r *http.Request, value string)) HandlerOption {
 // must not modify r. Use it for telemetry: an attribute on the server span,
 // a histogram of inbound budgets, a counter of refusals. A nil f calls
 // nothing.
+//
+// WithAdmission adds f to those already set: several all run, in the order
+// of the options, so that a telemetry layer that installs its own (package
+// otelbudgethttp) keeps the caller's.
 func WithAdmission(f func(r *http.Request, a Admission)) HandlerOption {
-	return handlerOptionFunc(func(c *handlerConfig) { c.admission = f })
+	return handlerOptionFunc(func(c *handlerConfig) {
+		switch prev := c.admission; {
+		case f == nil:
+		case prev == nil:
+			c.admission = f
+		default:
+			c.admission = func(r *http.Request, a Admission) { prev(r, a); f(r, a) }
+		}
+	})
 }
 
 // NewHandler returns middleware that gives every request a budget and runs

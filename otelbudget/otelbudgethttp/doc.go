@@ -18,4 +18,24 @@
 // It is built on [otelbudget.Observer.ClientHooks] and
 // [otelbudget.Observer.ClientTracerProvider]; see [NewTransport] and
 // [NewBase] for how.
+//
+// # Server
+//
+// [NewHandler] is the server side: otelhttp's handler (one SERVER span per
+// request, the child of the caller's CLIENT span through the propagated
+// trace context) around [deadlinehttp.NewHandler] around the application's
+// handler:
+//
+//	h, err := otelbudgethttp.NewHandler(mux, "api", obs, deadlinehttp.WithFloor(20*time.Millisecond))
+//
+// The SERVER span then shows the budget: the one the request's header
+// asked for, the server's maximum, the effective budget and which limit
+// set it, the floor, and a refusal (504) as an Error with its reason and a
+// description. When the handler's lease ends while it runs, the span says
+// so (deadline.server.ended_by, status Error "the handler's lease ended
+// (budget 80ms)") instead of leaving only a status code or an exception
+// event. Metrics count refusals and clamps and record the effective
+// budgets. With no-op providers the composition adds no allocation to a
+// request. [NewHandlerWith] passes otelhttp options. docs/attributes.md
+// ("Server spans") lists every attribute.
 package otelbudgethttp

@@ -1,0 +1,84 @@
+package otelbudget
+
+import "go.opentelemetry.io/otel/attribute"
+
+// The attribute keys set on a SERVER span by the server composition
+// (otelbudgethttp.NewHandler), from what the budget middleware decided for
+// the request (deadlinehttp.Admission) and how its handler ended. Like the
+// rest they live under "deadline."; durations are integers in
+// milliseconds, rounded to the nearest, named "_ms". docs/attributes.md
+// ("Server spans") says when each one is set.
+const (
+	// AttrServerInboundBudgetMs is the budget the request's header asked
+	// for: its smallest valid member, before the clamp. Set only when the
+	// header held a valid member; 0 means an explicit 0, a budget already
+	// spent.
+	AttrServerInboundBudgetMs = attribute.Key("deadline.server.inbound_budget_ms")
+	// AttrServerHeaderMalformed is true when the header held a member that
+	// is not a budget, or no member at all (the valid members still count).
+	// Set only when true.
+	AttrServerHeaderMalformed = attribute.Key("deadline.server.header_malformed")
+	// AttrServerHeaderStripped is true when the server is a trust edge that
+	// ignored a header the request carried. Set only when true.
+	AttrServerHeaderStripped = attribute.Key("deadline.server.header_stripped")
+	// AttrServerMaxBudgetMs is the server's own maximum budget.
+	AttrServerMaxBudgetMs = attribute.Key("deadline.server.max_budget_ms")
+	// AttrServerContextRemainingMs is the time an outer deadline already on
+	// the request's context had left on arrival (negative when it had
+	// passed). Set only when the context had one.
+	AttrServerContextRemainingMs = attribute.Key("deadline.server.context_remaining_ms")
+	// AttrServerBudgetMs is the effective budget: the smallest of the
+	// inbound budget, the maximum and the outer deadline's time left.
+	AttrServerBudgetMs = attribute.Key("deadline.server.budget_ms")
+	// AttrServerLimitedBy says which limit set the effective budget:
+	// "header", "max" or "context".
+	AttrServerLimitedBy = attribute.Key("deadline.server.limited_by")
+	// AttrServerFloorMs is the server's floor: an effective budget at or
+	// below it is refused.
+	AttrServerFloorMs = attribute.Key("deadline.server.floor_ms")
+	// AttrServerRefused is true when the request was refused with 504 and
+	// its handler was not called. Set only when true.
+	AttrServerRefused = attribute.Key("deadline.server.refused")
+	// AttrServerRefusal says why: "spent" (nothing was left) or "floor"
+	// (the budget was at or below the floor). Set only on a refusal; also
+	// the attribute of [MetricServerRefusals].
+	AttrServerRefusal = attribute.Key("deadline.server.refusal")
+	// AttrServerEndedBy says how the handler of an admitted request ended:
+	// "completed", "deadline" (it returned after its lease ended),
+	// "canceled" (it returned after the request was canceled, the client
+	// gone), "abort" (it panicked with http.ErrAbortHandler) or "panic"
+	// (any other panic). Absent on a refusal.
+	AttrServerEndedBy = attribute.Key("deadline.server.ended_by")
+)
+
+// The values of error.type (semconv ErrorTypeKey) the server composition
+// sets on a SERVER span, with status Error: a small fixed set.
+const (
+	// ErrorTypeServerRefused: the request was refused, its budget spent or
+	// at or below the floor.
+	ErrorTypeServerRefused = "deadline_refused"
+	// ErrorTypeServerDeadline: the handler's lease ended while it ran.
+	ErrorTypeServerDeadline = "deadline_exceeded"
+	// ErrorTypeServerAborted: the handler aborted the response
+	// (http.ErrAbortHandler) with its lease not ended and its request not
+	// canceled.
+	ErrorTypeServerAborted = "aborted"
+	// ErrorTypeServerPanic: the handler panicked with another value.
+	ErrorTypeServerPanic = "panic"
+)
+
+// The metric instruments of the server composition, created once per
+// otelbudgethttp.NewHandler on the meter of scope [ScopeName].
+const (
+	// MetricServerRefusals counts requests refused with 504 (counter,
+	// {request}; attribute deadline.server.refusal).
+	MetricServerRefusals = "deadline.server.refusals"
+	// MetricServerClamps counts requests whose header asked for more than
+	// the server's maximum, which was granted instead (counter, {request};
+	// no attribute).
+	MetricServerClamps = "deadline.server.clamps"
+	// MetricServerBudget is the effective budget of every request, refused
+	// ones included (histogram, s; attribute deadline.server.limited_by;
+	// boundaries from 1 ms to 30 s).
+	MetricServerBudget = "deadline.server.budget"
+)
