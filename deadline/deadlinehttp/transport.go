@@ -3,11 +3,9 @@ package deadlinehttp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"syscall"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -217,18 +215,6 @@ func drain(body io.ReadCloser) (truncated bool, kept io.ReadCloser) {
 		b, truncated = b[:MaxDrain], true
 	}
 	return truncated, io.NopCloser(bytes.NewReader(b))
-}
-
-// repeatable reports whether a transport error shows the request can be
-// sent again: the connection was refused, reset or aborted, the pipe broke,
-// or it ended (EOF) before a response.
-func repeatable(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNABORTED) ||
-		errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // CloseIdleConnections closes the idle connections of the base transport,

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -461,4 +462,30 @@ func TestRefusedBeforeSending(t *testing.T) {
 	assert.Empty(t, s.all())
 	opened, _ := s.conns()
 	assert.Zero(t, opened, "no connection was dialed")
+}
+
+// TestConnectionRefusedRetried: a GET to a loopback port nobody listens on
+// is refused by the operating system, which the transport recognises as
+// repeatable on every OS (Windows returns WSAECONNREFUSED, not
+// syscall.ECONNREFUSED): every allowed attempt is made.
+func TestConnectionRefusedRetried(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	var rec recorder
+	tr := deadlinehttp.NewTransport(&http.Transport{}, deadlinehttp.WithPolicy(fastPolicy(3)), deadlinehttp.WithHooks(rec.hooks()))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, "http://"+addr+"/", nil)
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	stop, ok := errors.AsType[*deadline.StopError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, deadline.ReasonExhausted, stop.Reason, "%v", err)
+	assert.Equal(t, 3, stop.Attempts)
+	require.Len(t, rec.results, 3)
+	for i, r := range rec.results {
+		assert.True(t, r.Retryable, "attempt %d: %v", i+1, r.Err)
+	}
 }
