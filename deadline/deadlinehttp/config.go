@@ -42,12 +42,16 @@ func newConfig(opts []Option) config {
 			o.apply(&c)
 		}
 	}
-	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.hooks)
+	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.hooks, transportHooks)
 	if c.err == nil {
 		c.err = c.policy.Validate()
 	}
 	return c
 }
+
+// transportHooks are the Transport's own hooks, composed after all others
+// on every call: they drain a retryable answer once a retry is decided.
+var transportHooks = &deadline.Hooks{Backoff: backoffHook}
 
 func (c *config) fail(field string, value any, allowed string) {
 	if c.err == nil {

@@ -2,7 +2,6 @@ package deadlinehttp_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,8 @@ import (
 // A client whose requests spend one run's budget: the first attempt gets a
 // 503 and is retried, each attempt carries its lease in the budget header,
 // and a Retry-After that does not fit in what is left stops the call at
-// once.
+// once: that answer is the response, and StopOf says why it was not
+// retried.
 func ExampleNewTransport() {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,15 +51,52 @@ func ExampleNewTransport() {
 	fmt.Printf("%s after %d requests: %s\n", resp.Status, n.Load(), body)
 
 	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/busy", nil)
-	_, err = client.Do(req)
-	var stop *deadline.StopError
-	var status *deadlinehttp.StatusError
-	if errors.As(err, &stop) && errors.As(err, &status) {
-		fmt.Printf("stopped: %v after %d attempt; last answer %d\n", stop.Reason, stop.Attempts, status.StatusCode())
+	resp, err = client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	if stop, ok := deadlinehttp.StopOf(resp); ok {
+		fmt.Printf("%s; stopped: %v after %d attempt\n", resp.Status, stop.Reason, stop.Attempts)
 	}
 	// Output:
 	// 200 OK after 2 requests: hello (budget header valid: true)
-	// stopped: retry_after_exceeds_budget after 1 attempt; last answer 429
+	// 429 Too Many Requests; stopped: retry_after_exceeds_budget after 1 attempt
+}
+
+// A call that ends on an answer returns it, with a nil error, whatever its
+// status: check resp.StatusCode as with any client, then StopOf to learn
+// why the transport stopped retrying. An error means there was no answer to
+// return (refused below the floor, a transport error, the deadline before
+// the headers).
+func ExampleStopOf() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	p := deadline.DefaultPolicy() // 3 attempts
+	p.Name = "fetch"
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport, deadlinehttp.WithPolicy(p))}
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println("no answer:", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		fmt.Printf("%s: %s", resp.Status, body)
+		if stop, ok := deadlinehttp.StopOf(resp); ok {
+			fmt.Printf("%s gave up: %v after %d attempts (the budget's doing: %v)\n", stop.Name, stop.Reason, stop.Attempts, stop.Reason.Budget())
+		}
+	}
+	// Output:
+	// 503 Service Unavailable: overloaded
+	// fetch gave up: attempts_exhausted after 3 attempts (the budget's doing: false)
 }
 
 // A server that takes the budget its callers send, clamps it to its own
