@@ -3,6 +3,7 @@ package deadlinehttp
 import (
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // MaxDrain is the most of a discarded response body the [Transport] reads:
@@ -10,6 +11,14 @@ import (
 // is closed unread past this point (the connection is then closed, never
 // leaked). The bytes read are kept in [StatusError.Response].
 const MaxDrain = 64 << 10
+
+// MaxDrainTime is the longest the [Transport] spends draining a discarded
+// response body: 50 milliseconds, and never past the attempt's lease nor
+// more than half of what the retry it makes way for would be granted. A
+// body still arriving then (a server trickling its error page) is closed
+// where it stands, its connection with it, so that the wait it would cost
+// goes to the retry instead. [StatusError.Truncated] then says so.
+const MaxDrainTime = 50 * time.Millisecond
 
 // StatusError is the error a [Transport] attempt ends with when the server
 // answers one of the retryable status codes ([WithRetryStatuses]). The
@@ -23,7 +32,7 @@ const MaxDrain = 64 << 10
 type StatusError struct {
 	Response  *http.Response
 	Attempt   int  // the attempt that received the response, 1 for the first
-	Truncated bool // the drained body was not read to its end
+	Truncated bool // the drained body was not read to its end (MaxDrain, MaxDrainTime or a read error)
 }
 
 // Error returns the status, e.g. "HTTP 503 Service Unavailable".

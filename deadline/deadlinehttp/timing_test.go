@@ -391,3 +391,89 @@ func TestCanceledDuringBackoff(t *testing.T) {
 		assert.Len(t, l.all(), 1)
 	})
 }
+
+// trickle is a response body that yields one byte every 10ms, forever,
+// until its request's context ends or it is closed (as a connection being
+// closed would end a read).
+type trickle struct {
+	ctx    context.Context
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newTrickle(ctx context.Context) *trickle {
+	return &trickle{ctx: ctx, closed: make(chan struct{})}
+}
+
+func (b *trickle) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	select {
+	case <-time.After(10 * time.Millisecond):
+		p[0] = 'x'
+		return 1, nil
+	case <-b.ctx.Done():
+		return 0, context.Cause(b.ctx)
+	case <-b.closed:
+		return 0, errors.New("read on a closed body")
+	}
+}
+
+func (b *trickle) Close() error {
+	b.once.Do(func() { close(b.closed) })
+	return nil
+}
+
+// TestDrainBoundedInTime: a discarded 503 whose body trickles is drained
+// for MaxDrainTime at most, then closed, and the retry gets the rest of the
+// budget; on a tight budget the drain takes at most half of what the retry
+// will be granted, so that the retry still happens.
+func TestDrainBoundedInTime(t *testing.T) {
+	cases := []struct {
+		name      string
+		budget    time.Duration
+		wantRetry time.Duration // when attempt 2 starts
+	}{
+		{"MaxDrainTime", 2 * time.Second, deadlinehttp.MaxDrainTime + 5*time.Millisecond},
+		// 60ms - 5ms backoff - 20ms floor = 35ms for the retry: drain 17.5ms.
+		{"half of the retry's grant", 60 * time.Millisecond, 17500*time.Microsecond + 5*time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec recorder
+				var starts []time.Time
+				var first *trickle
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					starts = append(starts, time.Now())
+					if len(starts) == 1 {
+						first = newTrickle(r.Context())
+						return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Body: first}, nil
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok"))}, nil
+				})
+				tr := deadlinehttp.NewTransport(base, deadlinehttp.WithPolicy(fastPolicy(3)), deadlinehttp.WithHooks(rec.hooks()))
+				start := time.Now()
+				resp, err := get(t, budgetCtx(tc.budget), tr)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				require.Len(t, starts, 2)
+				assert.Equal(t, tc.wantRetry, starts[1].Sub(start))
+
+				require.Len(t, rec.results, 2)
+				se, ok := errors.AsType[*deadlinehttp.StatusError](rec.results[0].Err)
+				require.True(t, ok)
+				assert.True(t, se.Truncated, "the drain stopped before the body's end")
+				drained, _ := io.ReadAll(se.Response.Body)
+				assert.NotEmpty(t, drained)
+				select {
+				case <-first.closed:
+				default:
+					t.Error("the trickling body was not closed")
+				}
+			})
+		})
+	}
+}

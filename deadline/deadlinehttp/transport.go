@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -211,19 +212,28 @@ func backoffHook(ctx context.Context, b deadline.BackoffInfo) {
 		return
 	}
 	if next := b.Remaining - b.Delay - c.floor; b.Fits && next > 0 {
-		c.discard()
+		// Half of what the next attempt would get at most, so that the
+		// drain cannot turn the retry just decided into a refusal.
+		c.discard(min(MaxDrainTime, next/2))
 	}
 }
 
-// discard drains and closes the open response, if any. It keeps the
-// drained bytes in its StatusError.
-func (c *call) discard() {
+// discard drains the open response, if any, for at most limit and never
+// past its lease, then closes it. It keeps the drained bytes in its
+// StatusError.
+func (c *call) discard(limit time.Duration) {
 	resp, se := c.open, c.status
 	c.open, c.status = nil, nil
 	switch {
 	case resp == nil:
 	case se != nil:
-		se.Truncated, resp.Body = drain(resp.Body)
+		end := time.Now().Add(limit)
+		if l := leaseOf(resp); l != nil {
+			if le, ok := l.Deadline(); ok && le.Before(end) {
+				end = le
+			}
+		}
+		se.Truncated, resp.Body = drain(resp.Body, end)
 	default:
 		resp.Body.Close()
 	}
@@ -233,7 +243,7 @@ func (c *call) discard() {
 // from actx (see lease), and turns a retryable answer into an error that
 // keeps the answer open.
 func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Response, error) {
-	c.discard() // only if no Backoff hook could: never two open responses
+	c.discard(MaxDrainTime) // only if no Backoff hook could: never two open responses
 	c.sent = true
 	req := c.req
 	cause := deadline.ErrDeadlineReached
@@ -316,14 +326,29 @@ func (t *Transport) baseTransport() http.RoundTripper {
 	return t.base
 }
 
-// drain reads at most MaxDrain bytes of body, closes it, and returns a body
-// that reads what was drained.
-func drain(body io.ReadCloser) (truncated bool, kept io.ReadCloser) {
+// drain reads at most MaxDrain bytes of body until end, closes it, and
+// returns a body that reads what was drained, and whether that was not the
+// whole body (too long, still arriving at end, or a read error). At end the
+// body is closed under the read, which makes it return (net/http allows
+// Close concurrent with Read); the timer's goroutine has ended when drain
+// returns.
+func drain(body io.ReadCloser, end time.Time) (truncated bool, kept io.ReadCloser) {
 	if body == nil || body == http.NoBody {
 		return false, http.NoBody
 	}
-	b, _ := io.ReadAll(io.LimitReader(body, MaxDrain+1))
-	body.Close()
+	var once sync.Once
+	closeBody := func() { once.Do(func() { body.Close() }) }
+	fired := make(chan struct{})
+	timer := time.AfterFunc(time.Until(end), func() {
+		defer close(fired)
+		closeBody()
+	})
+	b, err := io.ReadAll(io.LimitReader(body, MaxDrain+1))
+	if !timer.Stop() {
+		<-fired
+	}
+	closeBody()
+	truncated = err != nil
 	if len(b) > MaxDrain {
 		b, truncated = b[:MaxDrain], true
 	}
