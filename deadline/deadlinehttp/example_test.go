@@ -99,6 +99,67 @@ func ExampleStopOf() {
 	// fetch gave up: attempts_exhausted after 3 attempts (the budget's doing: false)
 }
 
+// One http.Client for the whole service: the policy function gives each
+// route its own step policy (name, attempts, ceiling), and the budget
+// header of each request carries its own lease.
+func ExampleWithPolicyFunc() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s got a %sms lease", r.URL.Path, r.Header.Get(deadlinehttp.DefaultHeader))
+	}))
+	defer srv.Close()
+
+	policies := map[string]deadline.Policy{
+		"/search": {Name: "search", MaxAttempts: 2, AttemptTimeout: 250 * time.Millisecond, Floor: 20 * time.Millisecond},
+		"/fetch":  {Name: "fetch", MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond, Floor: 20 * time.Millisecond},
+	}
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport,
+		deadlinehttp.WithPolicyFunc(func(r *http.Request) (deadline.Policy, bool) {
+			p, ok := policies[r.URL.Path]
+			return p, ok // false: the Transport's own policy (WithPolicy)
+		}))}
+
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	for _, path := range []string{"/search", "/fetch"} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(string(body))
+	}
+	// Output:
+	// /search got a 250ms lease
+	// /fetch got a 100ms lease
+}
+
+// The step that makes a request chooses its policy, next to the deadline;
+// it wins over the Transport's own choice.
+func ExampleWithRequestPolicy() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "a %sms lease", r.Header.Get(deadlinehttp.DefaultHeader))
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport)}
+
+	extract := deadline.Policy{Name: "extract", MaxAttempts: 2, AttemptTimeout: 250 * time.Millisecond, Floor: 20 * time.Millisecond}
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	ctx = deadlinehttp.WithRequestPolicy(ctx, extract)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output:
+	// a 250ms lease
+}
+
 // A server that takes the budget its callers send, clamps it to its own
 // maximum, and refuses work it has no time for.
 func ExampleNewHandler() {

@@ -26,6 +26,26 @@ import (
 // handling one request or one agent run spends the same budget. A context
 // with neither gets a new Deadline of [DefaultBudget] ([WithDefaultBudget]).
 //
+// # The policy
+//
+// Each request chooses the [deadline.Policy] it runs under (its name,
+// attempts, ceiling, floor, backoff, classifier), so that one Transport,
+// and one http.Client, can serve a whole service. The first that applies
+// wins:
+//
+//  1. the policy its context carries ([WithRequestPolicy]);
+//  2. the policy [WithPolicyFunc]'s function returns for it;
+//  3. the Transport's policy ([WithPolicy], default
+//     [deadline.DefaultPolicy]).
+//
+// Whichever is chosen, an empty Name becomes "HTTP <method>", and the
+// classifier never retries what is not safe to repeat (below). An invalid
+// policy makes RoundTrip return its [*deadline.PolicyError] without
+// sending anything. The hooks that observe the call are, in order: those
+// of the request's context ([deadline.WithHooks]), those of the chosen
+// policy (the hooks of WithPolicy's policy observe only the calls that run
+// under it), then [WithHooks]', which observe every call.
+//
 // # Each attempt
 //
 // Attempt n is a clone of the request in the attempt's context, with the
@@ -133,7 +153,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		d = deadline.New(t.cfg.defaultBudget)
 	}
-	p := t.cfg.policy
+	p := t.policyFor(req)
 	if p.Name == "" {
 		method := req.Method
 		if method == "" {
