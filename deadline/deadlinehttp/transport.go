@@ -60,6 +60,17 @@ import (
 // caller's cancellation, and its resources are freed when it is read to EOF
 // or closed. As with any RoundTripper, the caller must close it.
 //
+// It bounds reading the request body too, when that body is a stream (no
+// GetBody: a pipe, a file, or the body of an inbound request a proxy
+// forwards), whose producer can stall: a read blocked on it ends when the
+// lease does, with an error wrapping the lease's cause, and the stream is
+// closed, so that RoundTrip returns on time rather than when the producer
+// resumes. (net/http's server request body cannot be interrupted that way:
+// the transport still returns on time, and the read it leaves pending ends
+// when the inbound connection does.) A body with GetBody, as
+// http.NewRequest makes from a bytes.Reader, bytes.Buffer or
+// strings.Reader, is in memory and sent as it is.
+//
 // # What is retried
 //
 // A request is retried only if it is idempotent ([IsIdempotent]: GET, HEAD,
@@ -283,6 +294,8 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 			return nil, fmt.Errorf("deadlinehttp: attempt %d: GetBody: %w", a.Number, err)
 		}
 		r.Body = body
+	} else if req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+		r.Body = newStreamBody(req.Body, l)
 	}
 	if h := c.t.cfg.header; h != "" {
 		if r.Header == nil {
