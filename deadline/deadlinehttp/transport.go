@@ -131,6 +131,14 @@ import (
 // answer is open at a time. In the rare case where the retry then does not
 // start (the caller cancels during the wait), RoundTrip returns the
 // StopError, whose last error is that drained StatusError.
+//
+// # Panics
+//
+// A panic in a hook, in the base transport, in GetBody or in the policy
+// function goes on unchanged, after the Transport has freed what it held:
+// the lease of the attempt in progress is released, a response it obtained
+// (a 200 whose AttemptEnd hook panicked, or an answer kept for a possible
+// retry) is closed with its connection, and the request's body is closed.
 type Transport struct {
 	base http.RoundTripper
 	cfg  config
@@ -160,6 +168,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, t.cfg.err
 	}
 	c := &call{Context: req.Context(), t: t, req: req}
+	returned := false
+	defer func() {
+		if !returned { // a panic (in a hook, the base, the policy function) goes on
+			c.abandon()
+		}
+	}()
 	d, ok := deadline.FromContext(c.Context)
 	if !ok {
 		d = deadline.New(t.cfg.defaultBudget)
@@ -178,6 +192,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.floor = p.Floor
 
 	resp, err := deadline.Do(c, d, p, c.attempt)
+	returned = true
 	if !c.sent {
 		closeBody(req)
 	}
@@ -254,7 +269,6 @@ func backoffHook(ctx context.Context, b deadline.BackoffInfo) {
 // StatusError.
 func (c *call) discard(limit time.Duration) {
 	resp, se := c.open, c.status
-	c.open, c.status = nil, nil
 	switch {
 	case resp == nil:
 	case se != nil:
@@ -267,6 +281,20 @@ func (c *call) discard(limit time.Duration) {
 		se.Truncated, resp.Body = drain(resp.Body, end)
 	default:
 		resp.Body.Close()
+	}
+	c.open, c.status = nil, nil // after: should draining panic, abandon closes it
+}
+
+// abandon frees what a panicking call holds before the panic goes on: the
+// open response (which releases its lease and connection), and the
+// request's body if no attempt took it.
+func (c *call) abandon() {
+	if c.open != nil {
+		c.open.Body.Close()
+		c.open, c.status = nil, nil
+	}
+	if !c.sent {
+		closeBody(c.req)
 	}
 }
 
@@ -288,7 +316,7 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 			l.release()
 			return nil, fmt.Errorf("deadlinehttp: attempt %d of %s %s: the body cannot be replayed (no GetBody)", a.Number, req.Method, req.URL.Redacted())
 		}
-		body, err := req.GetBody()
+		body, err := getBody(req, l)
 		if err != nil {
 			l.release()
 			return nil, fmt.Errorf("deadlinehttp: attempt %d: GetBody: %w", a.Number, err)
@@ -303,7 +331,10 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 		}
 		r.Header.Set(h, FormatBudget(a.Granted))
 	}
-	resp, err := c.t.baseTransport().RoundTrip(r)
+	resp, err := send(c.t.baseTransport(), r, l)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("deadlinehttp: the base RoundTripper (%T) returned a nil response and a nil error", c.t.baseTransport())
+	}
 	if err != nil {
 		settle(actx, l)
 		l.release()
@@ -339,6 +370,35 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 		}
 	}
 	return nil, deadline.Retryable(serr)
+}
+
+// send is base.RoundTrip(r) that, should base panic, releases the lease and
+// closes r's body before the panic goes on.
+func send(base http.RoundTripper, r *http.Request, l *lease) (*http.Response, error) {
+	panicked := true
+	defer func() {
+		if panicked {
+			l.release()
+			closeBody(r)
+		}
+	}()
+	resp, err := base.RoundTrip(r)
+	panicked = false
+	return resp, err
+}
+
+// getBody is req.GetBody() that, should it panic, releases the lease
+// before the panic goes on.
+func getBody(req *http.Request, l *lease) (io.ReadCloser, error) {
+	panicked := true
+	defer func() {
+		if panicked {
+			l.release()
+		}
+	}()
+	body, err := req.GetBody()
+	panicked = false
+	return body, err
 }
 
 // settle waits, when the lease l has ended, for the attempt context actx to
