@@ -145,3 +145,15 @@ func TestPanicInBackoffHookWithRetainedAnswer(t *testing.T) {
 	s.Close()
 	goleak.VerifyNone(t)
 }
+
+// TestBaseNilResponse: a base that breaks the RoundTripper contract by
+// returning neither a response nor an error makes an error, not a panic.
+func TestBaseNilResponse(t *testing.T) {
+	tr := deadlinehttp.NewTransport(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil }))
+	req, err := http.NewRequestWithContext(budgetCtx(time.Minute), http.MethodGet, "http://svc.test/x", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	assert.Nil(t, resp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "returned a nil response and a nil error")
+}
