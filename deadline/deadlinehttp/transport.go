@@ -152,9 +152,10 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 	return &Transport{base: base, cfg: newConfig(opts)}
 }
 
-// RoundTrip sends req under the request's deadline and the transport's
-// policy, retrying what is safe to retry; see [Transport]. It does not
-// modify req, and it closes req's body, also on an error.
+// RoundTrip sends req under its deadline and the policy it runs under
+// (its context's, the policy function's, or the Transport's), retrying
+// what is safe to retry; see [Transport]. It does not modify req, and it
+// closes req's body, also on an error or a panic.
 //
 // It returns a response with a nil error whenever it obtained one, as the
 // [http.RoundTripper] contract requires: also when it stopped retrying on a
