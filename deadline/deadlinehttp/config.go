@@ -22,8 +22,10 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config is a Transport's settings, fixed by NewTransport.
 type config struct {
-	policy        deadline.Policy
-	hooks         *deadline.Hooks
+	policy        deadline.Policy // WithPolicy's, its hooks composed with clientHooks
+	policyFunc    func(*http.Request) (deadline.Policy, bool)
+	hooks         *deadline.Hooks // WithHooks'
+	clientHooks   *deadline.Hooks // hooks, then the transport's own
 	defaultBudget time.Duration
 	header        string
 	retryStatus   map[int]bool
@@ -42,12 +44,17 @@ func newConfig(opts []Option) config {
 			o.apply(&c)
 		}
 	}
-	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.hooks)
+	c.clientHooks = deadline.Compose(c.hooks, transportHooks)
+	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.clientHooks)
 	if c.err == nil {
 		c.err = c.policy.Validate()
 	}
 	return c
 }
+
+// transportHooks are the Transport's own hooks, composed after all others
+// on every call: they drain a retryable answer once a retry is decided.
+var transportHooks = &deadline.Hooks{Backoff: backoffHook}
 
 func (c *config) fail(field string, value any, allowed string) {
 	if c.err == nil {
@@ -72,7 +79,8 @@ func statusSet(codes []int) map[int]bool {
 	return m
 }
 
-// WithPolicy sets the retry policy every request runs under ([deadline.Do]):
+// WithPolicy sets the retry policy a request runs under ([deadline.Do])
+// when it does not choose its own ([WithRequestPolicy], [WithPolicyFunc]):
 // attempts, per-attempt ceiling, floor, backoff, classifier and hooks. The
 // default is [deadline.DefaultPolicy] (3 attempts, no ceiling, 20ms floor,
 // full-jitter backoff 50ms..400ms). When p.Name is empty each call is named
@@ -81,10 +89,31 @@ func statusSet(codes []int) map[int]bool {
 // p.Retryable, when set, replaces the default classifier
 // ([deadline.IsRetryable]) but never widens what is safe: a request that is
 // not idempotent ([IsIdempotent]) or whose body cannot be replayed is not
-// retried whatever it says. An invalid p makes every RoundTrip return its
-// [*deadline.PolicyError] without sending anything.
+// retried whatever it says. p.Hooks observe the calls made under p only;
+// [WithHooks] observes every call. An invalid p makes every RoundTrip
+// return its [*deadline.PolicyError] without sending anything.
 func WithPolicy(p deadline.Policy) Option {
 	return optionFunc(func(c *config) { c.policy = p })
+}
+
+// WithPolicyFunc sets a function that chooses the policy of each request
+// whose context carries none ([WithRequestPolicy]): by route, host or
+// method, so that one Transport (and one http.Client) serves every step of
+// a service, each with its own name, attempts, ceiling and floor. It
+// returns false to leave the request to [WithPolicy]'s policy. See
+// [Transport] for the precedence and how hooks compose.
+//
+// f runs on every RoundTrip, on the caller's goroutine; it must not modify
+// the request. A policy it returns is used as [WithPolicy] describes (the
+// default name, the classifier bounded by what is safe), and an invalid one
+// makes that RoundTrip return its [*deadline.PolicyError] without sending
+// anything. A nil f is ignored.
+func WithPolicyFunc(f func(req *http.Request) (deadline.Policy, bool)) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.policyFunc = f
+		}
+	})
 }
 
 // WithDefaultBudget sets the budget of a request whose context carries no
@@ -133,10 +162,10 @@ func WithRetryStatuses(codes ...int) Option {
 	})
 }
 
-// WithHooks adds observer hooks to every call the transport makes. They are
-// composed after the policy's own hooks ([deadline.Policy.Hooks]), and both
-// run after any hooks the request's context carries ([deadline.WithHooks]).
-// A nil h adds nothing.
+// WithHooks adds observer hooks to every call the transport makes, whatever
+// policy the request runs under. They are composed after that policy's own
+// hooks ([deadline.Policy.Hooks]), and both run after any hooks the
+// request's context carries ([deadline.WithHooks]). A nil h adds nothing.
 func WithHooks(h *deadline.Hooks) Option {
 	return optionFunc(func(c *config) { c.hooks = deadline.Compose(c.hooks, h) })
 }

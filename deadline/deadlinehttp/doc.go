@@ -22,12 +22,28 @@
 // # Client
 //
 // The [Transport] finds the run's deadline in the request's context
-// ([deadline.FromContext]), retries only what RFC 9110 says is safe to
-// repeat ([IsIdempotent], and a replayable body), honours Retry-After
+// ([deadline.FromContext]), and the policy of the step that makes the
+// request there too ([WithRequestPolicy]) or from the transport
+// ([WithPolicyFunc], else [WithPolicy]), so one http.Client serves a whole
+// service. It retries only what RFC 9110 says is safe to repeat
+// ([IsIdempotent], and a replayable body), honours Retry-After
 // ([ParseRetryAfter]) without ever shortening it or waiting past the
-// deadline, drains and closes every response it does not return, and
-// reports every attempt to the [deadline.Hooks] of its policy, of
-// [WithHooks] and of the request's context.
+// deadline, and reports every attempt to the [deadline.Hooks] of the
+// request's context, of its policy and of [WithHooks].
+//
+// It keeps the [http.RoundTripper] contract: a call that ended on an answer
+// returns it with a nil error, whatever its status. When that answer has a
+// retryable status (a 503 after the last attempt, a 429 whose Retry-After
+// does not fit, a 503 to a POST that is not safe to repeat), [StopOf]
+// returns the [*deadline.StopError] that says why the transport stopped. An
+// error means there was no answer to return: the call was refused below
+// the floor, failed in transport, or reached the deadline first.
+//
+// Nothing outlives an attempt's lease: an answer discarded for a retry is
+// drained within [MaxDrain] bytes and [MaxDrainTime], then closed; a
+// streamed request body whose producer stalls ends with the lease; after a
+// panic in a hook or the base transport, the lease, the response and the
+// request body the call held are released before the panic goes on.
 //
 // # Server
 //

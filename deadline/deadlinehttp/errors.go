@@ -3,6 +3,7 @@ package deadlinehttp
 import (
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // MaxDrain is the most of a discarded response body the [Transport] reads:
@@ -11,20 +12,27 @@ import (
 // leaked). The bytes read are kept in [StatusError.Response].
 const MaxDrain = 64 << 10
 
+// MaxDrainTime is the longest the [Transport] spends draining a discarded
+// response body: 50 milliseconds, and never past the attempt's lease nor
+// more than half of what the retry it makes way for would be granted. A
+// body still arriving then (a server trickling its error page) is closed
+// where it stands, its connection with it, so that the wait it would cost
+// goes to the retry instead. [StatusError.Truncated] then says so.
+const MaxDrainTime = 50 * time.Millisecond
+
 // StatusError is the error a [Transport] attempt ends with when the server
-// answers one of the retryable status codes ([WithRetryStatuses]) to a
-// request that may be retried. When the call stops on it (attempts
-// exhausted, a backoff or Retry-After that does not fit, the deadline),
-// RoundTrip returns a nil response and a [*deadline.StopError] whose last
-// error wraps the StatusError, so errors.As reaches both.
+// answers one of the retryable status codes ([WithRetryStatuses]). The
+// hooks see it as the attempt's error, and a [*deadline.StopError] returned
+// by [StopOf] has it as its last error.
 //
-// Response keeps the status line and header of the last answer; its body
-// was drained and closed, and Response.Body now reads the bytes drained: the
-// whole body, or its first [MaxDrain] bytes when Truncated is true.
+// Response is the answer. When the call stopped on it, it is the response
+// RoundTrip returned, its body unread. When a retry followed, its body was
+// drained and closed before the retry, and Response.Body now reads the
+// bytes drained: the whole body, or its beginning when Truncated is true.
 type StatusError struct {
 	Response  *http.Response
 	Attempt   int  // the attempt that received the response, 1 for the first
-	Truncated bool // the body was longer than MaxDrain
+	Truncated bool // the drained body was not read to its end (MaxDrain, MaxDrainTime or a read error)
 }
 
 // Error returns the status, e.g. "HTTP 503 Service Unavailable".

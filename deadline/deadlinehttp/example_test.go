@@ -2,7 +2,6 @@ package deadlinehttp_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,8 @@ import (
 // A client whose requests spend one run's budget: the first attempt gets a
 // 503 and is retried, each attempt carries its lease in the budget header,
 // and a Retry-After that does not fit in what is left stops the call at
-// once.
+// once: that answer is the response, and StopOf says why it was not
+// retried.
 func ExampleNewTransport() {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,15 +51,113 @@ func ExampleNewTransport() {
 	fmt.Printf("%s after %d requests: %s\n", resp.Status, n.Load(), body)
 
 	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/busy", nil)
-	_, err = client.Do(req)
-	var stop *deadline.StopError
-	var status *deadlinehttp.StatusError
-	if errors.As(err, &stop) && errors.As(err, &status) {
-		fmt.Printf("stopped: %v after %d attempt; last answer %d\n", stop.Reason, stop.Attempts, status.StatusCode())
+	resp, err = client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	if stop, ok := deadlinehttp.StopOf(resp); ok {
+		fmt.Printf("%s; stopped: %v after %d attempt\n", resp.Status, stop.Reason, stop.Attempts)
 	}
 	// Output:
 	// 200 OK after 2 requests: hello (budget header valid: true)
-	// stopped: retry_after_exceeds_budget after 1 attempt; last answer 429
+	// 429 Too Many Requests; stopped: retry_after_exceeds_budget after 1 attempt
+}
+
+// A call that ends on an answer returns it, with a nil error, whatever its
+// status: check resp.StatusCode as with any client, then StopOf to learn
+// why the transport stopped retrying. An error means there was no answer to
+// return (refused below the floor, a transport error, the deadline before
+// the headers).
+func ExampleStopOf() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	p := deadline.DefaultPolicy() // 3 attempts
+	p.Name = "fetch"
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport, deadlinehttp.WithPolicy(p))}
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println("no answer:", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		fmt.Printf("%s: %s", resp.Status, body)
+		if stop, ok := deadlinehttp.StopOf(resp); ok {
+			fmt.Printf("%s gave up: %v after %d attempts (the budget's doing: %v)\n", stop.Name, stop.Reason, stop.Attempts, stop.Reason.Budget())
+		}
+	}
+	// Output:
+	// 503 Service Unavailable: overloaded
+	// fetch gave up: attempts_exhausted after 3 attempts (the budget's doing: false)
+}
+
+// One http.Client for the whole service: the policy function gives each
+// route its own step policy (name, attempts, ceiling), and the budget
+// header of each request carries its own lease.
+func ExampleWithPolicyFunc() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s got a %sms lease", r.URL.Path, r.Header.Get(deadlinehttp.DefaultHeader))
+	}))
+	defer srv.Close()
+
+	policies := map[string]deadline.Policy{
+		"/search": {Name: "search", MaxAttempts: 2, AttemptTimeout: 250 * time.Millisecond, Floor: 20 * time.Millisecond},
+		"/fetch":  {Name: "fetch", MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond, Floor: 20 * time.Millisecond},
+	}
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport,
+		deadlinehttp.WithPolicyFunc(func(r *http.Request) (deadline.Policy, bool) {
+			p, ok := policies[r.URL.Path]
+			return p, ok // false: the Transport's own policy (WithPolicy)
+		}))}
+
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	for _, path := range []string{"/search", "/fetch"} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(string(body))
+	}
+	// Output:
+	// /search got a 250ms lease
+	// /fetch got a 100ms lease
+}
+
+// The step that makes a request chooses its policy, next to the deadline;
+// it wins over the Transport's own choice.
+func ExampleWithRequestPolicy() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "a %sms lease", r.Header.Get(deadlinehttp.DefaultHeader))
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport)}
+
+	extract := deadline.Policy{Name: "extract", MaxAttempts: 2, AttemptTimeout: 250 * time.Millisecond, Floor: 20 * time.Millisecond}
+	ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+	ctx = deadlinehttp.WithRequestPolicy(ctx, extract)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(body))
+	// Output:
+	// a 250ms lease
 }
 
 // A server that takes the budget its callers send, clamps it to its own

@@ -3,7 +3,10 @@ package deadlinehttp
 import (
 	"context"
 	"io"
-	"sync"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/deadlinebudget/budget/deadline"
 )
 
 // lease is the context one physical attempt runs in. deadline.Do cancels the
@@ -22,48 +25,90 @@ import (
 // release frees the lease: its timer and the AfterFunc registration. It
 // runs when the op fails, and otherwise when the response body reaches EOF
 // or is closed; it is idempotent.
+//
+// The lease is itself the request's context, so that StopOf finds it (and
+// the stop it records) from a response's Request without another
+// allocation.
 type lease struct {
-	ctx     context.Context
-	release func()
+	context.Context
+	cancel      context.CancelFunc // the deadline's timer; nil without one
+	cancelCause context.CancelCauseFunc
+	stopAfter   func() bool
+	released    atomic.Bool
+
+	// stop is why the call stopped on this attempt's response, set before
+	// RoundTrip returns that response.
+	stop *deadline.StopError
 }
+
+type leaseKey struct{}
 
 func newLease(caller, attempt context.Context, cause error) *lease {
 	cctx, cancelCause := context.WithCancelCause(context.WithoutCancel(attempt))
-	ctx, cancel := cctx, context.CancelFunc(func() {})
+	l := &lease{Context: cctx, cancelCause: cancelCause}
 	if end, ok := attempt.Deadline(); ok {
-		ctx, cancel = context.WithDeadlineCause(cctx, end, cause)
+		l.Context, l.cancel = context.WithDeadlineCause(cctx, end, cause)
 	}
-	stop := context.AfterFunc(caller, func() { cancelCause(context.Cause(caller)) })
-	var once sync.Once
-	return &lease{ctx: ctx, release: func() {
-		once.Do(func() {
-			stop()
-			cancel()
-			cancelCause(context.Canceled)
-		})
-	}}
+	l.stopAfter = context.AfterFunc(caller, func() { cancelCause(context.Cause(caller)) })
+	return l
+}
+
+// Value returns the lease for leaseKey, and the attempt context's values.
+func (l *lease) Value(key any) any {
+	if key == (leaseKey{}) {
+		return l
+	}
+	return l.Context.Value(key)
+}
+
+func (l *lease) release() {
+	if l.released.Swap(true) {
+		return
+	}
+	l.stopAfter()
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.cancelCause(context.Canceled)
+}
+
+// leaseOf returns the lease of the attempt that produced resp: from its
+// body, or else (a body replaced by a wrapper, as http.Client does when it
+// has a Timeout, or no body) from its Request's context.
+func leaseOf(resp *http.Response) *lease {
+	if b, ok := resp.Body.(interface{ attemptLease() *lease }); ok {
+		return b.attemptLease()
+	}
+	if resp.Request != nil {
+		if l, ok := resp.Request.Context().Value(leaseKey{}).(*lease); ok {
+			return l
+		}
+	}
+	return nil
 }
 
 // leasedBody releases its lease when the body is read to EOF or closed.
 // Close may be called concurrently with Read, as net/http allows.
 type leasedBody struct {
-	rc      io.ReadCloser
-	release func()
+	rc io.ReadCloser
+	l  *lease
 }
 
 func (b *leasedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
-		b.release()
+		b.l.release()
 	}
 	return n, err
 }
 
 func (b *leasedBody) Close() error {
 	err := b.rc.Close()
-	b.release()
+	b.l.release()
 	return err
 }
+
+func (b *leasedBody) attemptLease() *lease { return b.l }
 
 // leasedRWBody keeps the io.Writer of a 101 Switching Protocols body.
 type leasedRWBody struct {
@@ -73,9 +118,9 @@ type leasedRWBody struct {
 
 func (b *leasedRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
-func wrapBody(rc io.ReadCloser, release func()) io.ReadCloser {
+func wrapBody(rc io.ReadCloser, l *lease) io.ReadCloser {
 	if w, ok := rc.(io.Writer); ok {
-		return &leasedRWBody{leasedBody{rc, release}, w}
+		return &leasedRWBody{leasedBody{rc, l}, w}
 	}
-	return &leasedBody{rc, release}
+	return &leasedBody{rc, l}
 }

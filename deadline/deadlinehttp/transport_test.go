@@ -6,8 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,33 +43,47 @@ func TestNonIdempotentSentOnce(t *testing.T) {
 			require.NoError(t, err)
 			resp, err := c.Do(req)
 			require.Len(t, s.all(), 1, "POST without Idempotency-Key must be sent exactly once")
+			var stop *deadline.StopError
 			if failure == "503" {
-				// Not retried, so the 503 comes back as a response.
+				// Not retried, so the 503 comes back as a response, and
+				// StopOf says why it was not retried.
 				require.NoError(t, err)
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 				assert.Equal(t, "busy\n", string(body))
+				var ok bool
+				stop, ok = deadlinehttp.StopOf(resp)
+				require.True(t, ok)
 			} else {
 				require.Error(t, err)
-				stop, ok := errors.AsType[*deadline.StopError](err)
+				var ok bool
+				stop, ok = errors.AsType[*deadline.StopError](err)
 				require.True(t, ok, "%v", err)
-				assert.Equal(t, deadline.ReasonNotRetryable, stop.Reason)
-				assert.Equal(t, 1, stop.Attempts)
 			}
+			assert.Equal(t, deadline.ReasonNotRetryable, stop.Reason)
+			assert.Equal(t, 1, stop.Attempts)
 
 			get, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
 			require.NoError(t, err)
-			_, err = c.Do(get)
-			require.Error(t, err)
-			stop, ok := errors.AsType[*deadline.StopError](err)
-			require.True(t, ok, "%v", err)
-			assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
+			resp, err = c.Do(get)
 			assert.Len(t, s.all(), 4, "the GET is retried: 1 POST + 3 GETs")
-			assert.True(t, deadline.IsRetryable(stop.Last), "last error %v", stop.Last)
-			if failure == "reset" {
+			if failure == "503" {
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+				var ok bool
+				stop, ok = deadlinehttp.StopOf(resp)
+				require.True(t, ok)
+			} else {
+				require.Error(t, err)
+				var ok bool
+				stop, ok = errors.AsType[*deadline.StopError](err)
+				require.True(t, ok, "%v", err)
 				assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF), "%v", err)
 			}
+			assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
+			assert.True(t, deadline.IsRetryable(stop.Last), "last error %v", stop.Last)
 		})
 	}
 }
@@ -154,10 +168,12 @@ func TestPUTBodyReplayedByteIdentical(t *testing.T) {
 	assert.True(t, bytes.Equal(payload, s2.all()[0].Body))
 }
 
-// TestExhaustedOnStatusKeepsResponseInError: when retries run out on a
-// retryable status the caller gets no response but a StopError whose last
-// error is a StatusError holding the last answer's status, header and body.
-func TestExhaustedOnStatusKeepsResponseInError(t *testing.T) {
+// TestExhaustedOnStatusReturnsLastResponse: when retries run out on a
+// retryable status the caller gets the last answer as a response with a nil
+// error, as the http.RoundTripper contract requires: status, header and the
+// whole body, unread. StopOf says why the transport stopped: the reason,
+// the attempts, and a StatusError holding that same response.
+func TestExhaustedOnStatusReturnsLastResponse(t *testing.T) {
 	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Attempt", strconv.Itoa(n))
 		w.WriteHeader(http.StatusInternalServerError)
@@ -165,28 +181,90 @@ func TestExhaustedOnStatusKeepsResponseInError(t *testing.T) {
 	})
 	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
 	require.NoError(t, err)
-	resp, err := client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
-	require.Error(t, err)
-	assert.Nil(t, resp)
+	c := client(s, deadlinehttp.WithPolicy(fastPolicy(3)))
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.Equal(t, "3", resp.Header.Get("X-Attempt"))
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, "overloaded #3", string(body))
 
-	_, isURL := errors.AsType[*url.Error](err)
-	assert.True(t, isURL, "http.Client wraps the transport's error")
-	assert.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
-	stop, ok := errors.AsType[*deadline.StopError](err)
+	stop, ok := deadlinehttp.StopOf(resp)
 	require.True(t, ok)
 	assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
 	assert.Equal(t, 3, stop.Attempts)
-	se, ok := errors.AsType[*deadlinehttp.StatusError](err)
+	assert.ErrorIs(t, stop, deadline.ErrAttemptsExhausted)
+	se, ok := errors.AsType[*deadlinehttp.StatusError](stop)
 	require.True(t, ok)
+	assert.Same(t, resp, se.Response, "the StatusError holds the returned response")
 	assert.Equal(t, 500, se.StatusCode())
 	assert.Equal(t, "500", se.ErrorType())
 	assert.Equal(t, 3, se.Attempt)
-	assert.Equal(t, "3", se.Response.Header.Get("X-Attempt"))
 	assert.False(t, se.Truncated)
-	body, err := io.ReadAll(se.Response.Body)
-	require.NoError(t, err)
-	assert.Equal(t, "overloaded #3", string(body))
 	assert.Contains(t, stop.Error(), "HTTP 500 Internal Server Error")
+	opened, _ := s.conns()
+	assert.Equal(t, 1, opened, "every attempt reused the connection")
+	c.CloseIdleConnections()
+	s.waitAllClosed(t)
+}
+
+// TestStopOfFalse: a response that needed no retry, one that succeeded
+// after retries, and a response from another RoundTripper carry no stop.
+func TestStopOfFalse(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/404":
+			w.WriteHeader(http.StatusNotFound)
+		case "/flaky":
+			if n == 2 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}
+	})
+	c := client(s, deadlinehttp.WithPolicy(fastPolicy(3)))
+	for _, path := range []string{"/ok", "/flaky", "/404"} {
+		req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		_, ok := deadlinehttp.StopOf(resp)
+		assert.False(t, ok, path)
+	}
+	assert.Len(t, s.all(), 4, "/flaky was retried once")
+	resp, err := s.Client().Get(s.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	_, ok := deadlinehttp.StopOf(resp)
+	assert.False(t, ok, "a plain http.Client's response")
+	_, ok = deadlinehttp.StopOf(nil)
+	assert.False(t, ok)
+}
+
+// TestStopOfThroughClientTimeout: an http.Client with a Timeout wraps the
+// body it returns; StopOf still finds the stop, through the response's
+// Request, also for a response without a body.
+func TestStopOfThroughClientTimeout(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	c := client(s, deadlinehttp.WithPolicy(fastPolicy(2)))
+	c.Timeout = time.Minute
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), method, s.URL, nil)
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		stop, ok := deadlinehttp.StopOf(resp)
+		require.True(t, ok, method)
+		assert.Equal(t, deadline.ReasonExhausted, stop.Reason, method)
+		assert.Equal(t, 2, stop.Attempts, method)
+	}
 }
 
 // TestStatusesNotRetried: a status outside the retryable set, and a 504
@@ -267,22 +345,34 @@ func TestDiscardedBodiesDrainedAndClosed(t *testing.T) {
 	}
 }
 
-// TestTruncatedStatusBody: the StatusError of a long discarded body keeps
-// its first MaxDrain bytes and says it was truncated.
+// TestTruncatedStatusBody: a long body discarded for a retry is drained up
+// to MaxDrain: its StatusError (as the hooks saw it) keeps the first
+// MaxDrain bytes and says it was truncated. The last answer, returned, is
+// whole.
 func TestTruncatedStatusBody(t *testing.T) {
 	long := strings.Repeat("y", deadlinehttp.MaxDrain+100)
 	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, long)
 	})
+	var rec recorder
 	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, s.URL, nil)
 	require.NoError(t, err)
-	_, err = client(s, deadlinehttp.WithPolicy(fastPolicy(1))).Do(req)
-	se, ok := errors.AsType[*deadlinehttp.StatusError](err)
-	require.True(t, ok, "%v", err)
+	c := client(s, deadlinehttp.WithPolicy(fastPolicy(2)), deadlinehttp.WithHooks(rec.hooks()))
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, long, string(b), "the returned answer is whole")
+
+	require.Len(t, rec.results, 2)
+	se, ok := errors.AsType[*deadlinehttp.StatusError](rec.results[0].Err)
+	require.True(t, ok, "%v", rec.results[0].Err)
 	assert.True(t, se.Truncated)
-	b, _ := io.ReadAll(se.Response.Body)
+	b, _ = io.ReadAll(se.Response.Body)
 	assert.Equal(t, long[:deadlinehttp.MaxDrain], string(b))
+	c.CloseIdleConnections()
 	s.waitAllClosed(t)
 }
 
@@ -344,7 +434,8 @@ func TestBodyReadEndsWithCallerOrLease(t *testing.T) {
 }
 
 // TestRetryAfterTooLongOneRequest: on loopback, a Retry-After longer than
-// the budget stops the call after the server's one request.
+// the budget stops the call after the server's one request; the 429 is
+// returned, and StopOf says the wait did not fit.
 func TestRetryAfterTooLongOneRequest(t *testing.T) {
 	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "3")
@@ -354,12 +445,15 @@ func TestRetryAfterTooLongOneRequest(t *testing.T) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	require.NoError(t, err)
-	_, err = client(s).Do(req)
-	stop, ok := errors.AsType[*deadline.StopError](err)
-	require.True(t, ok, "%v", err)
+	resp, err := client(s).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	stop, ok := deadlinehttp.StopOf(resp)
+	require.True(t, ok)
 	assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
 	assert.Equal(t, 3*time.Second, stop.Wait)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, stop, context.DeadlineExceeded)
 	assert.Len(t, s.all(), 1)
 }
 
@@ -371,8 +465,9 @@ func TestBudgetHeaderOnEachAttempt(t *testing.T) {
 	})
 	req, err := http.NewRequestWithContext(budgetCtx(3*time.Second), http.MethodGet, s.URL, nil)
 	require.NoError(t, err)
-	_, err = client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
-	require.Error(t, err)
+	resp, err := client(s, deadlinehttp.WithPolicy(fastPolicy(3))).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
 	got := s.all()
 	require.Len(t, got, 3)
 	prev := 3 * time.Second
@@ -461,4 +556,30 @@ func TestRefusedBeforeSending(t *testing.T) {
 	assert.Empty(t, s.all())
 	opened, _ := s.conns()
 	assert.Zero(t, opened, "no connection was dialed")
+}
+
+// TestConnectionRefusedRetried: a GET to a loopback port nobody listens on
+// is refused by the operating system, which the transport recognises as
+// repeatable on every OS (Windows returns WSAECONNREFUSED, not
+// syscall.ECONNREFUSED): every allowed attempt is made.
+func TestConnectionRefusedRetried(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+
+	var rec recorder
+	tr := deadlinehttp.NewTransport(&http.Transport{}, deadlinehttp.WithPolicy(fastPolicy(3)), deadlinehttp.WithHooks(rec.hooks()))
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(budgetCtx(5*time.Second), http.MethodGet, "http://"+addr+"/", nil)
+	require.NoError(t, err)
+	_, err = tr.RoundTrip(req)
+	stop, ok := errors.AsType[*deadline.StopError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, deadline.ReasonExhausted, stop.Reason, "%v", err)
+	assert.Equal(t, 3, stop.Attempts)
+	require.Len(t, rec.results, 3)
+	for i, r := range rec.results {
+		assert.True(t, r.Retryable, "attempt %d: %v", i+1, r.Err)
+	}
 }

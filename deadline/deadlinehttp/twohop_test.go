@@ -47,6 +47,9 @@ func chain(baseB func(http.Handler) http.RoundTripper) (a http.Handler, ah, bh *
 		}
 		resp, err := toB.Do(req)
 		if err == nil {
+			if stop, ok := deadlinehttp.StopOf(resp); ok {
+				err = stop // B's answer came with the end of A's lease
+			}
 			resp.Body.Close()
 		}
 		ah.callErr = err

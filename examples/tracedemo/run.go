@@ -248,7 +248,9 @@ func stepTransport(base http.RoundTripper, obs *otelbudget.Observer, p deadline.
 
 // callStep sends step s to the provider at url and reads the answer. A
 // response that is not 200 fails the step, as does any error from the
-// budget transport (a *deadline.StopError inside the client's *url.Error).
+// budget transport (a *deadline.StopError inside the client's *url.Error);
+// when the transport stopped retrying on an answer, the step's error wraps
+// the *deadline.StopError that StopOf gives.
 func callStep(ctx context.Context, client *http.Client, url string, s step, key string) error {
 	var body io.Reader
 	if s.body != "" {
@@ -269,6 +271,9 @@ func callStep(ctx context.Context, client *http.Client, url string, s step, key 
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return fmt.Errorf("%s: reading the answer: %w", s.name, err)
+	}
+	if stop, ok := deadlinehttp.StopOf(resp); ok {
+		return fmt.Errorf("%s: %s: %w", s.name, resp.Status, stop)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", s.name, resp.Status)

@@ -194,8 +194,12 @@ func TestRetryAfterTooLongIsThrottled(t *testing.T) {
 	ctx := deadline.NewContext(context.Background(), deadline.New(5*time.Second))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
-	_, err = client.Do(req)
-	require.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
+	resp, err := client.Do(req)
+	require.NoError(t, err) // the 503 is the response; StopOf says why it was not retried
+	require.NoError(t, resp.Body.Close())
+	stop, ok := deadlinehttp.StopOf(resp)
+	require.True(t, ok)
+	require.ErrorIs(t, stop, deadline.ErrRetryAfterExceedsBudget)
 	h.requireAllEnded(t)
 	call := h.byScope(otelbudget.ScopeName)[0]
 	assert.Equal(t, "throttled", attrs(call)[otelbudget.AttrVerdict].AsString())

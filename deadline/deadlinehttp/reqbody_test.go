@@ -1,0 +1,174 @@
+package deadlinehttp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// guard bounds how long past its lease a loopback call may take before a
+// test gives up on it: far more than the work needs, so that a loaded
+// machine does not fail the test; a call blocked without bound still does.
+const guard = 2 * time.Second
+
+// TestStalledBodyEndsWithLease: a PUT whose body is a pipe nobody writes to
+// (a stalled producer) returns when its lease ends, with an error matching
+// context.DeadlineExceeded; the pipe's reader is closed, and no goroutine
+// is left behind.
+func TestStalledBodyEndsWithLease(t *testing.T) {
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+	tr := deadlinehttp.NewTransport(s.Client().Transport, deadlinehttp.WithPolicy(fastPolicy(3)))
+	pr, pw := io.Pipe()
+	const budget = 300 * time.Millisecond
+	lease := budget - fastPolicy(3).Floor
+	req, err := http.NewRequestWithContext(budgetCtx(budget), http.MethodPut, s.URL, pr)
+	require.NoError(t, err)
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(lease + guard):
+		pw.Close() // unblock it, to end the test cleanly
+		<-done
+		t.Fatalf("RoundTrip still blocked %v after its %v lease", guard, lease)
+	}
+	took := time.Since(start)
+	t.Logf("returned %v after the start, its lease %v", took, lease)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	stop, ok := errors.AsType[*deadline.StopError](err)
+	require.True(t, ok, "%v", err)
+	assert.True(t, stop.Reason.Budget(), "%v", stop.Reason)
+	assert.GreaterOrEqual(t, took, lease)
+
+	tr.CloseIdleConnections()
+	s.Close()
+	goleak.VerifyNone(t)
+	_, werr := pw.Write([]byte("late"))
+	assert.ErrorIs(t, werr, io.ErrClosedPipe, "the stalled body's reader was closed")
+}
+
+// TestProxyForwardingStalledClient: a proxy (NewHandler in front of a
+// handler that forwards r.Body through a Transport) whose client sends half
+// its body and stalls: the forwarding call returns when its lease ends,
+// with an error matching context.DeadlineExceeded, and (the proxy having
+// enabled full duplex, so that it can answer before the body is read) the
+// client gets the proxy's answer in that bound too.
+//
+// The inbound body's Read cannot be interrupted (net/http's server body
+// Close waits for it): the goroutine reading it for the transport ends when
+// the client goes away, which the test then checks.
+func TestProxyForwardingStalledClient(t *testing.T) {
+	backend := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+	toBackend := deadlinehttp.NewTransport(backend.Client().Transport, deadlinehttp.WithPolicy(fastPolicy(3)))
+	type result struct {
+		took time.Duration
+		err  error
+	}
+	forwarded := make(chan result, 1)
+	proxy := httptest.NewServer(mustHandler(deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		out, err := http.NewRequestWithContext(r.Context(), http.MethodPut, backend.URL, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.ContentLength = r.ContentLength
+		start := time.Now()
+		resp, err := toBackend.RoundTrip(out)
+		forwarded <- result{time.Since(start), err}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+	}), deadlinehttp.WithMaxBudget(time.Minute))))
+
+	const budget = 300 * time.Millisecond
+	lease := budget - fastPolicy(3).Floor
+	conn, err := net.Dial("tcp", proxy.Listener.Addr().String())
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = io.WriteString(conn, "PUT /upload HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 1000\r\n"+
+		deadlinehttp.DefaultHeader+": 300\r\n\r\n"+strings.Repeat("h", 500))
+	require.NoError(t, err)
+
+	select {
+	case res := <-forwarded:
+		t.Logf("forwarding returned after %v, its lease %v", res.took, lease)
+		require.Error(t, res.err)
+		assert.ErrorIs(t, res.err, context.DeadlineExceeded)
+	case <-time.After(lease + guard):
+		conn.Close()
+		t.Fatalf("the forwarding RoundTrip still blocked %v after its %v lease", guard, lease)
+	}
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(guard)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "the stalled client got no answer")
+	t.Logf("the client had the proxy's answer %v after it started", time.Since(start))
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	resp.Body.Close()
+
+	conn.Close() // the client goes away: the inbound body's Read returns
+	proxy.Close()
+	toBackend.CloseIdleConnections()
+	backend.Close()
+	goleak.VerifyNone(t)
+}
+
+// TestStreamBodyDelivered: a streamed body (a pipe its producer writes in
+// uneven chunks) still arrives whole and byte-identical through the lease's
+// watch, and the producer sees its reader closed once the body is sent.
+func TestStreamBodyDelivered(t *testing.T) {
+	payload := make([]byte, 200<<10)
+	rand.Read(payload)
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+	tr := deadlinehttp.NewTransport(s.Client().Transport)
+	defer tr.CloseIdleConnections()
+	pr, pw := io.Pipe()
+	go func() {
+		rest := payload
+		for i := 1; len(rest) > 0; i++ {
+			n := min(len(rest), 1+(i*7919)%(48<<10))
+			if _, err := pw.Write(rest[:n]); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			rest = rest[n:]
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequestWithContext(budgetCtx(10*time.Second), http.MethodPut, s.URL, pr)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	got := s.all()
+	require.Len(t, got, 1)
+	assert.True(t, bytes.Equal(payload, got[0].Body), "received %d bytes of %d", len(got[0].Body), len(payload))
+}
