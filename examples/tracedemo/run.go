@@ -175,11 +175,14 @@ func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, t
 	))
 	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), rec.hooks())
 
+	// One client for the whole run, as a service shares one: each step's
+	// request carries its own policy next to the deadline.
+	client := &http.Client{Transport: sharedTransport(base, obs)}
 	var failed []error
 	plan := agentPlan()
 	for i, s := range plan {
-		client := &http.Client{Transport: stepTransport(base, obs, policyFor(s, rng))}
-		err := callStep(ctx, client, urls[s.name], s, key)
+		sctx := deadlinehttp.WithRequestPolicy(ctx, policyFor(s, rng))
+		err := callStep(sctx, client, urls[s.name], s, key)
 		if err == nil {
 			continue
 		}
@@ -232,18 +235,20 @@ func policyFor(s step, rng *mrand.Rand) deadline.Policy {
 	}
 }
 
-// stepTransport returns the HTTP transport of one step: the budget
-// transport runs each request under p, and every physical attempt goes
-// through otelhttp, whose CLIENT span becomes the attempt's span (a child of
-// the step's call span) and injects the W3C trace context for the provider.
+// sharedTransport returns the one HTTP transport of the run: the budget
+// transport runs each request under the policy its context carries
+// (deadlinehttp.WithRequestPolicy, set per step), and every physical
+// attempt goes through otelhttp, whose CLIENT span becomes the attempt's
+// span (a child of the step's call span) and injects the W3C trace context
+// for the provider.
 //
-// It is otelbudgethttp.NewTransport(base, obs, deadlinehttp.WithPolicy(p))
-// written out, to give otelhttp the W3C propagator itself: the one-line
-// form uses the global propagator, which a program sets once in main, and
-// run must not depend on (or change) global state.
-func stepTransport(base http.RoundTripper, obs *otelbudget.Observer, p deadline.Policy) http.RoundTripper {
+// It is otelbudgethttp.NewTransport(base, obs) written out, to give
+// otelhttp the W3C propagator itself: the one-line form uses the global
+// propagator, which a program sets once in main, and run must not depend on
+// (or change) global state.
+func sharedTransport(base http.RoundTripper, obs *otelbudget.Observer) http.RoundTripper {
 	traced := otelbudgethttp.NewBase(base, obs, otelhttp.WithPropagators(propagation.TraceContext{}))
-	return deadlinehttp.NewTransport(traced, deadlinehttp.WithPolicy(p), deadlinehttp.WithHooks(obs.ClientHooks()))
+	return deadlinehttp.NewTransport(traced, deadlinehttp.WithHooks(obs.ClientHooks()))
 }
 
 // callStep sends step s to the provider at url and reads the answer. A

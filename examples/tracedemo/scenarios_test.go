@@ -180,6 +180,19 @@ func assertGuarantees(t *testing.T, sc scenario, rec runRecord, ps *providers, s
 		require.True(t, ok, "server span %s has its parent in the trace", s.Name())
 		assert.Equal(t, trace.SpanKindClient, parent.SpanKind(), "server span %s is a child of the client span that sent it", s.Name())
 		assert.True(t, s.Parent().IsRemote(), "the parent came over the wire")
+		// The server composition shows the budget the request arrived
+		// with: the client's lease, rounded up to whole milliseconds, is
+		// the inbound budget, and below the providers' maximum it is the
+		// effective one.
+		granted, ok := attr(parent, otelbudget.AttrAttemptGrantedMs)
+		require.True(t, ok, "client span %s has its lease", parent.Name())
+		inbound, ok := attr(s, otelbudget.AttrServerInboundBudgetMs)
+		require.True(t, ok, "server span %s has the inbound budget", s.Name())
+		assert.InDelta(t, granted.AsInt64(), inbound.AsInt64(), 1, "server span %s: inbound budget = the client's lease", s.Name())
+		effective, _ := attr(s, otelbudget.AttrServerBudgetMs)
+		assert.Equal(t, inbound.AsInt64(), effective.AsInt64(), "server span %s: below the maximum the inbound budget is the effective one", s.Name())
+		limited, _ := attr(s, otelbudget.AttrServerLimitedBy)
+		assert.Equal(t, "header", limited.AsString(), "server span %s", s.Name())
 	}
 }
 

@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgethttp"
 )
 
 // serverMaxBudget is the most a provider grants a request, whatever the
@@ -102,19 +105,22 @@ func abort() {
 	panic(http.ErrAbortHandler)
 }
 
-// handler returns the provider wrapped as it is served: the otelhttp server
-// span outermost (it extracts the W3C trace context, so the server span
-// joins the client's trace), then the budget middleware, which turns the
-// inbound budget header into the request's deadline.
+// handler returns the provider wrapped as it is served, by
+// otelbudgethttp's server composition: the otelhttp server span outermost
+// (it extracts the W3C trace context, so the server span joins the client's
+// trace, and carries the deadline.server.* attributes: the inbound budget,
+// the clamp, the effective budget), then the budget middleware, which turns
+// the inbound budget header into the request's deadline. The providers'
+// metrics are not the demo's subject: their meter is a no-op.
 func (p *provider) handler(tp trace.TracerProvider) (http.Handler, error) {
-	budgeted, err := deadlinehttp.NewHandler(p, deadlinehttp.WithMaxBudget(serverMaxBudget))
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
+	h, err := otelbudgethttp.NewHandlerWith(p, p.name, obs,
+		[]otelhttp.Option{otelhttp.WithPropagators(propagation.TraceContext{})},
+		deadlinehttp.WithMaxBudget(serverMaxBudget))
 	if err != nil {
 		return nil, fmt.Errorf("the %s provider's budget middleware: %w", p.name, err)
 	}
-	return otelhttp.NewHandler(budgeted, p.name,
-		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
-	), nil
+	return h, nil
 }
 
 // providers are the loopback servers of one run, one per step.
