@@ -27,7 +27,7 @@ type Histogram struct {
 	// censored at their grant.
 	DeadlineCuts uint64
 	// First and Last are the wall-clock end times of the earliest and the
-	// latest sample; zero when empty.
+	// latest sample, to the millisecond; zero when empty.
 	First, Last time.Time
 	// Max is the longest completed attempt; MaxCensored the largest point
 	// at which an attempt was cut.
@@ -74,6 +74,7 @@ func (h *Histogram) Add(ended deadline.EndedBy, d time.Duration, at time.Time) {
 		h.censored[slot(d)]++
 		h.MaxCensored = max(h.MaxCensored, d)
 	}
+	at = at.Truncate(time.Millisecond)
 	if h.First.IsZero() || at.Before(h.First) {
 		h.First = at
 	}

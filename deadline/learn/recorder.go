@@ -37,10 +37,10 @@ type Recorder struct {
 
 // series is one step's atomic histogram.
 type series struct {
-	samples, successes, timeouts, cuts atomic.Uint64
-	first, last                        atomic.Int64 // Unix nanoseconds; 0: none
-	max, maxCensored                   atomic.Int64
-	completed, censored                [slots]atomic.Uint32
+	successes, timeouts, cuts atomic.Uint64
+	first, last               atomic.Int64 // Unix nanoseconds, to the millisecond; 0: none
+	max, maxCensored          atomic.Int64
+	completed, censored       [slots]atomic.Uint32
 
 	// Live mode (see live.go).
 	recent   atomic.Pointer[recent]
@@ -108,8 +108,10 @@ func (s *series) add(ended deadline.EndedBy, d time.Duration, at int64) {
 		inc(&s.censored[slot(d)])
 		raise(&s.maxCensored, int64(d))
 	}
-	// The first is set once and rarely lowered; the last rarely raised
-	// out of order: both are a load in the common case.
+	// Kept to the millisecond, the first is set once and rarely lowered,
+	// the last raised once per millisecond at most: both are a load in the
+	// common case.
+	at -= at % int64(time.Millisecond)
 	if f := s.first.Load(); f == 0 || at < f {
 		for !s.first.CompareAndSwap(f, at) {
 			if f = s.first.Load(); f != 0 && f <= at {
@@ -118,7 +120,6 @@ func (s *series) add(ended deadline.EndedBy, d time.Duration, at int64) {
 		}
 	}
 	raise(&s.last, at)
-	s.samples.Add(1)
 }
 
 // inc adds one to c, saturating at the largest uint32 rather than wrapping.
@@ -272,9 +273,12 @@ func (s *series) histogram() *Histogram {
 		h.completed[i] = uint64(s.completed[i].Load())
 		h.censored[i] = uint64(s.censored[i].Load())
 	}
-	// Samples is read last and is at least the sum of the kinds, so that
-	// Errors never goes negative under concurrent recording.
-	h.Samples = max(s.samples.Load(), h.Successes+h.CeilingTimeouts+h.DeadlineCuts)
+	// Samples is the sum of the buckets, and is at least the sum of the
+	// kinds, so that Errors never goes negative under concurrent recording.
+	for i := range h.completed {
+		h.Samples += h.completed[i] + h.censored[i]
+	}
+	h.Samples = max(h.Samples, h.Successes+h.CeilingTimeouts+h.DeadlineCuts)
 	if f := s.first.Load(); f != 0 {
 		h.First = time.Unix(0, f)
 	}
@@ -307,7 +311,6 @@ func (s *series) merge(h *Histogram) {
 		}
 		raise(&s.last, h.Last.UnixNano())
 	}
-	s.samples.Add(h.Samples)
 }
 
 // addSat adds n to c, saturating at the largest uint32.

@@ -44,9 +44,6 @@ const (
 	overSlot  = slots - 1
 )
 
-// scaleFactor turns a natural logarithm into an index at Scale.
-var scaleFactor = math.Ldexp(math.Log2E, Scale)
-
 // BucketIndex returns the OpenTelemetry exponential-histogram index of d at
 // [Scale]: the i with base^i < d <= base^(i+1) nanoseconds. d <= 0 returns
 // math.MinInt32 (the zero bucket). Exact powers of two are placed exactly,
@@ -55,12 +52,45 @@ func BucketIndex(d time.Duration) int32 {
 	if d <= 0 {
 		return math.MinInt32
 	}
-	v := float64(d)
-	if frac, exp := math.Frexp(v); frac == 0.5 {
-		// v = 2^(exp-1), the upper bound of the bucket below.
-		return int32((exp-1)<<Scale - 1)
+	// d = 2^exp · (1 + m/2^52), exactly (d < 2^63). The index is
+	// exp·32 + j with 2^(j/32) < 1 + m/2^52 <= 2^((j+1)/32): j counts the
+	// sub-bucket boundaries below the mantissa. A table on the mantissa's
+	// top bits gives j but for at most one boundary inside the cell, as
+	// boundaries are further apart than a cell; an exact power of two is
+	// the top of the bucket below. No logarithm: this is the hot path.
+	b := math.Float64bits(float64(d))
+	exp := int32(b>>mantBits) - 1023
+	m := b & (1<<mantBits - 1)
+	if m == 0 {
+		return exp<<Scale - 1
 	}
-	return int32(math.Floor(math.Log(v) * scaleFactor))
+	j := subStart[m>>(mantBits-cellBits)]
+	if j < 1<<Scale-1 && subBound[j+1] < m {
+		j++
+	}
+	return exp<<Scale + int32(j)
+}
+
+const (
+	mantBits = 52
+	cellBits = 8 // 256 cells of 1/256 of an octave; boundaries are >= 1/46 apart
+)
+
+// subBound[k] is the mantissa of 2^(k/32); subStart[c] counts the
+// boundaries k >= 1 below the start of mantissa cell c.
+var subBound, subStart = subTables()
+
+func subTables() (bound [1 << Scale]uint64, start [1 << cellBits]uint8) {
+	for k := range bound {
+		bound[k] = uint64(math.Round((math.Exp2(float64(k)/(1<<Scale)) - 1) * (1 << mantBits)))
+	}
+	for c := range start {
+		lo := uint64(c) << (mantBits - cellBits)
+		for k := 1; k < len(bound) && bound[k] < lo; k++ {
+			start[c] = uint8(k)
+		}
+	}
+	return bound, start
 }
 
 // BucketBounds returns the bounds (lower, upper] of bucket index i at
