@@ -3,6 +3,7 @@ package learn_test
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,4 +141,26 @@ func TestLiveCeilingInDo(t *testing.T) {
 		assert.InEpsilon(t, 60*time.Millisecond, lastInfo.Ceiling, 0.02)
 		assert.Equal(t, 0.99, lastInfo.CeilingQuantile)
 	})
+}
+
+// Recording from many goroutines in live mode, while policies read the
+// ceiling, is safe (run with -race) and yields a ceiling.
+func TestLiveConcurrent(t *testing.T) {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}, Every: 10, HalfLife: 200})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 2000 {
+				rec.Record("x", deadline.EndedCompleted, time.Duration(1+r.IntN(20))*time.Millisecond, t0)
+				_, _ = live.Ceiling("x")
+			}
+		})
+	}
+	wg.Wait()
+	lc, ok := live.Ceiling("x")
+	require.True(t, ok)
+	assert.InEpsilon(t, 24*time.Millisecond, lc.Ceiling, 0.05)
 }
