@@ -16,8 +16,9 @@ import (
 //  2. Refusal: if remaining <= p.Floor no attempt starts; the call stops
 //     with [ReasonRefused] (matching [ErrRefused] and
 //     context.DeadlineExceeded), carrying the previous attempt's error.
-//  3. Lease: the attempt is granted min(p.AttemptTimeout, remaining -
-//     p.Floor) and runs in a context built with context.WithDeadlineCause, so
+//  3. Lease: the attempt is granted min(ceiling, remaining - p.Floor),
+//     where the ceiling is the one p.Ceiling supplies, if any, else
+//     p.AttemptTimeout (0: none), and runs in a context built with context.WithDeadlineCause, so
 //     context.Cause tells [ErrCeilingReached] (the operation was slow) from
 //     [ErrDeadlineReached] (the budget ran out). op receives that context and
 //     the [AttemptInfo] (number, grant, remaining).
@@ -25,8 +26,8 @@ import (
 // A failed attempt was ended by whichever came first: the caller's
 // cancellation ([EndedCanceled]), op's own error ([EndedError]), or the
 // attempt's limit, its start plus its grant. The limit is the one that set
-// the grant: the ceiling ([EndedAttemptTimeout]) or the shared deadline
-// ([EndedDeadline]). It is decided from the instants, not from which timer
+// the grant: the ceiling, configured or learned ([EndedAttemptTimeout]), or
+// the shared deadline ([EndedDeadline]). It is decided from the instants, not from which timer
 // fired, so an op that ignores its context and returns late is still blamed
 // on the limit it overran first, and a tie always gives the same answer: an
 // op that returns as its limit is reached was ended by the limit, and a
@@ -144,8 +145,14 @@ func (r *run) lease(n int, a *AttemptInfo) error {
 		Name: r.p.Name, Number: n, Start: r.end.Add(-remaining), Ceiling: r.p.AttemptTimeout,
 		Granted: remaining - r.p.Floor, Remaining: remaining, LimitedBy: LimitDeadline,
 	}
+	ceiling := LimitCeiling
+	if r.p.Ceiling != nil {
+		if lc, ok := r.p.Ceiling.Ceiling(r.p.Name); ok && lc.Ceiling > 0 {
+			a.Ceiling, a.CeilingQuantile, ceiling = lc.Ceiling, lc.Quantile, LimitLearnedCeiling
+		}
+	}
 	if a.Ceiling > 0 && a.Ceiling <= a.Granted {
-		a.Granted, a.LimitedBy = a.Ceiling, LimitCeiling
+		a.Granted, a.LimitedBy = a.Ceiling, ceiling
 		return ErrCeilingReached
 	}
 	return ErrDeadlineReached
@@ -215,7 +222,7 @@ func (r *run) classify(ctx, actx context.Context, a *AttemptInfo, err error) (En
 	// goes to the limit). The grant's own limit ended the attempt, unless
 	// the caller's context ends earlier still (a hook's context can move
 	// it below the deadline the grant was computed from).
-	if end, ok := ctx.Deadline(); ok && end.Before(limit) || a.LimitedBy != LimitCeiling {
+	if end, ok := ctx.Deadline(); ok && end.Before(limit) || a.LimitedBy == LimitDeadline {
 		r.deadlineCuts++
 		return EndedDeadline, err
 	}

@@ -14,15 +14,22 @@ const (
 	// LimitDeadline: the grant is what is left of the shared deadline less
 	// the floor, smaller than the ceiling (or there is no ceiling).
 	LimitDeadline
+	// LimitLearnedCeiling: the grant is the ceiling the policy's
+	// [CeilingSource] supplied for this attempt ([Policy.Ceiling]). It is a
+	// ceiling in every rule: reaching it ends the attempt with
+	// [EndedAttemptTimeout] and counts in [CallResult.CeilingTimeouts].
+	LimitLearnedCeiling
 )
 
-// String returns "ceiling" or "deadline".
+// String returns "ceiling", "deadline" or "learned_ceiling".
 func (l Limit) String() string {
 	switch l {
 	case LimitCeiling:
 		return "ceiling"
 	case LimitDeadline:
 		return "deadline"
+	case LimitLearnedCeiling:
+		return "learned_ceiling"
 	}
 	return "none"
 }
@@ -108,10 +115,14 @@ type AttemptInfo struct {
 	Name      string
 	Number    int           // 1 for the first attempt
 	Start     time.Time     // when the attempt was granted
-	Ceiling   time.Duration // Policy.AttemptTimeout; 0: none
+	Ceiling   time.Duration // the learned ceiling if one was supplied, else Policy.AttemptTimeout; 0: none
 	Granted   time.Duration // min(Ceiling, Remaining - Floor)
 	Remaining time.Duration // budget left at the start of the attempt
 	LimitedBy Limit         // which limit set Granted
+	// CeilingQuantile is the quantile of recorded attempt durations the
+	// learned ceiling was derived from (e.g. 0.99), when Ceiling came from
+	// the policy's [CeilingSource]; 0 otherwise.
+	CeilingQuantile float64
 }
 
 // AttemptResult describes how an attempt ended.

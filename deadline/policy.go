@@ -25,6 +25,16 @@ type Policy struct {
 	// grant is remaining - Floor. Must be >= 0.
 	AttemptTimeout time.Duration
 
+	// Ceiling, when set, supplies a learned ceiling per attempt (package
+	// deadline/learn provides one). It is consulted once before each
+	// attempt, with the policy's Name; when it answers ok with a positive
+	// ceiling, that ceiling replaces AttemptTimeout for the attempt
+	// ([AttemptInfo.Ceiling], [AttemptInfo.CeilingQuantile]) and, when it
+	// binds the grant, [AttemptInfo.LimitedBy] is [LimitLearnedCeiling].
+	// Otherwise AttemptTimeout applies. Nil (the default): no learned
+	// ceiling, and Do's cost is unchanged.
+	Ceiling CeilingSource
+
 	// Floor is kept in reserve: no attempt starts with remaining <= Floor,
 	// and no lease reaches into it, leaving time to record the outcome and
 	// answer. Must be >= 0.
@@ -48,6 +58,25 @@ type Policy struct {
 	// Hooks observe every call made with this policy, after any hooks carried
 	// by the context ([WithHooks]). May be nil.
 	Hooks *Hooks
+}
+
+// CeilingSource supplies per-attempt ceilings learned from past attempts
+// ([Policy.Ceiling]). Ceiling is called on the calling goroutine before each
+// attempt, so it must be safe for concurrent use and cheap: an atomic load,
+// no lock, no allocation. It reports ok=false when it has no ceiling for
+// step (too few samples, unknown step), and the policy's AttemptTimeout
+// applies. A panic in Ceiling propagates like a panic in a hook.
+type CeilingSource interface {
+	Ceiling(step string) (LearnedCeiling, bool)
+}
+
+// LearnedCeiling is a ceiling supplied by a [CeilingSource].
+type LearnedCeiling struct {
+	// Ceiling is the per-attempt ceiling; a value <= 0 is ignored.
+	Ceiling time.Duration
+	// Quantile is the quantile of recorded durations it was derived from,
+	// in (0, 1); reported in [AttemptInfo.CeilingQuantile].
+	Quantile float64
 }
 
 // DefaultPolicy returns a policy of 3 attempts, no per-attempt ceiling, a

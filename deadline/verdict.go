@@ -41,7 +41,7 @@ func (v Verdict) String() string { return string(v) }
 //  2. [VerdictCanceled] when r.Reason is [ReasonCanceled];
 //  3. [VerdictThrottled] when r.Reason is [ReasonRetryAfterTooLong];
 //  4. [VerdictTooSlow] when r.CeilingTimeouts > 0: an attempt bound by its
-//     ceiling reached it, whatever stopped the call afterwards (attempts
+//     ceiling (configured or learned, [LimitLearnedCeiling]) reached it, whatever stopped the call afterwards (attempts
 //     exhausted, a later attempt cut by the deadline, a refusal, a backoff
 //     that did not fit, a non-retryable error);
 //  5. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],

@@ -45,7 +45,7 @@ type attempt struct {
 // INTERNAL span is not an HTTP span.
 func (at *attempt) startAttrs() []attribute.KeyValue {
 	a := at.info
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		AttrStep.String(a.Name),
 		AttrAttemptNumber.Int(a.Number),
@@ -55,6 +55,9 @@ func (at *attempt) startAttrs() []attribute.KeyValue {
 	)
 	if a.Ceiling > 0 {
 		attrs = append(attrs, AttrAttemptCeilingMs.Int64(ms(a.Ceiling)))
+	}
+	if a.CeilingQuantile > 0 {
+		attrs = append(attrs, AttrAttemptCeilingQuantile.Float64(a.CeilingQuantile))
 	}
 	if at.client && a.Number > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))

@@ -50,15 +50,21 @@ const (
 const (
 	// AttrAttemptNumber is the attempt's number, 1 for the first.
 	AttrAttemptNumber = attribute.Key("deadline.attempt.number")
-	// AttrAttemptCeilingMs is the configured ceiling; absent when none.
+	// AttrAttemptCeilingMs is the attempt's ceiling, configured or learned;
+	// absent when none.
 	AttrAttemptCeilingMs = attribute.Key("deadline.attempt.ceiling_ms")
 	// AttrAttemptGrantedMs is the lease: min(ceiling, remaining - floor).
 	AttrAttemptGrantedMs = attribute.Key("deadline.attempt.granted_ms")
 	// AttrAttemptRemainingMs is the budget left when the attempt started.
 	AttrAttemptRemainingMs = attribute.Key("deadline.attempt.remaining_ms")
-	// AttrAttemptLimitedBy says which limit set the grant: "ceiling" or
-	// "deadline".
+	// AttrAttemptLimitedBy says which limit set the grant: "ceiling",
+	// "deadline" or "learned_ceiling" (a ceiling from the policy's
+	// [deadline.CeilingSource]).
 	AttrAttemptLimitedBy = attribute.Key("deadline.attempt.limited_by")
+	// AttrAttemptCeilingQuantile is the quantile of recorded durations the
+	// attempt's learned ceiling came from (e.g. 0.99); set only when the
+	// ceiling was learned ([deadline.AttemptInfo.CeilingQuantile]).
+	AttrAttemptCeilingQuantile = attribute.Key("deadline.attempt.ceiling_quantile")
 	// AttrAttemptEndedBy says what ended the attempt: "completed", "error",
 	// "attempt_timeout", "deadline", "canceled" or "panic".
 	AttrAttemptEndedBy = attribute.Key("deadline.attempt.ended_by")

@@ -1,0 +1,110 @@
+package learn_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+// attempt returns an AttemptInfo and result as Do hands them to AttemptEnd.
+func attempt(d time.Duration) (deadline.AttemptInfo, deadline.AttemptResult) {
+	return deadline.AttemptInfo{Name: "fetch", Number: 1, Start: time.Now(), Granted: time.Second, LimitedBy: deadline.LimitDeadline},
+		deadline.AttemptResult{Duration: d, EndedBy: deadline.EndedCompleted}
+}
+
+// Recording an attempt through the hooks allocates nothing, live mode on or
+// off.
+func TestRecordAllocatesNothing(t *testing.T) {
+	var rec learn.Recorder
+	end := rec.Hooks().AttemptEnd
+	ctx := context.Background()
+	a, r := attempt(20 * time.Millisecond)
+	end(ctx, a, r) // creates the series
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { end(ctx, a, r) }))
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second}})
+	assert.NoError(t, err)
+	end(ctx, a, r) // creates the recent histogram
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { end(ctx, a, r) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = live.Ceiling("fetch") }))
+}
+
+// BenchmarkRecord is the cost the recorder adds to an attempt: the
+// AttemptEnd hook, durations spread over many buckets.
+func BenchmarkRecord(b *testing.B) {
+	var rec learn.Recorder
+	end := rec.Hooks().AttemptEnd
+	ctx := context.Background()
+	a, r := attempt(0)
+	durations := spread()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.Duration = durations[i&1023]
+		i++
+		end(ctx, a, r)
+	}
+}
+
+// BenchmarkRecordParallel records from every P at once into one step.
+func BenchmarkRecordParallel(b *testing.B) {
+	var rec learn.Recorder
+	end := rec.Hooks().AttemptEnd
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		a, r := attempt(0)
+		durations := spread()
+		i := 0
+		for pb.Next() {
+			r.Duration = durations[i&1023]
+			i++
+			end(ctx, a, r)
+		}
+	})
+}
+
+// BenchmarkRecordLive records with the live ceiling on (two histograms,
+// and a recomputation every 100 samples).
+func BenchmarkRecordLive(b *testing.B) {
+	var rec learn.Recorder
+	if _, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second}}); err != nil {
+		b.Fatal(err)
+	}
+	end := rec.Hooks().AttemptEnd
+	ctx := context.Background()
+	a, r := attempt(0)
+	durations := spread()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.Duration = durations[i&1023]
+		i++
+		end(ctx, a, r)
+	}
+}
+
+// BenchmarkLiveCeiling is what Do pays per attempt for a live ceiling.
+func BenchmarkLiveCeiling(b *testing.B) {
+	var rec learn.Recorder
+	live, _ := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 1}, Every: 1})
+	rec.Record("fetch", deadline.EndedCompleted, time.Millisecond, time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = live.Ceiling("fetch")
+	}
+}
+
+// spread returns 1024 durations from 100µs to 102.4ms, over some 320
+// buckets; the attempts end at increasing times as they would in Do.
+func spread() []time.Duration {
+	d := make([]time.Duration, 1024)
+	for i := range d {
+		d[i] = time.Duration(1+i) * 100 * time.Microsecond
+	}
+	return d
+}

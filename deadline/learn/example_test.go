@@ -1,0 +1,64 @@
+package learn_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+// A recorder fed by the hooks of every call suggests a ceiling per step,
+// and a run budget for a plan of steps.
+func ExampleRecorder_Suggest() {
+	var rec learn.Recorder
+	// What the hooks would record: 1000 attempts of "fetch", 10 … 29ms.
+	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		rec.Record("fetch", deadline.EndedCompleted, time.Duration(10+i%20)*time.Millisecond, start.Add(time.Duration(i)*time.Second))
+	}
+	s, err := rec.Suggest("fetch", learn.SuggestOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s)
+
+	p := deadline.DefaultPolicy()
+	p.Name = "fetch"
+	b, err := rec.SuggestBudget([]deadline.Policy{p}, learn.PlanOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("budget %s, %d attempt(s), success %.3f\n", b.Budget.Round(time.Millisecond), b.Steps[0].Attempts, b.Success)
+	// Output:
+	// "fetch": ceiling 34.8ms = p99 29ms × 1.2, from 1000 samples 2025-01-01T12:00:00Z to 2025-01-01T12:16:39Z
+	// budget 55ms, 1 attempt(s), success 1.000
+}
+
+// The live ceiling follows the recorded durations: a policy that takes its
+// ceiling from it gets p99 × 1.2 once enough attempts are recorded.
+func ExampleRecorder_Live() {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Min: 10 * time.Millisecond, Max: time.Second}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: 500 * time.Millisecond, Ceiling: live, Hooks: rec.Hooks()}
+	op := func(ctx context.Context, a deadline.AttemptInfo) (deadline.Limit, error) { return a.LimitedBy, nil }
+
+	limit, _ := deadline.Do(context.Background(), deadline.New(time.Second), p, op)
+	fmt.Println("before:", limit)
+	for range 1000 {
+		rec.Record("fetch", deadline.EndedCompleted, 40*time.Millisecond, time.Now())
+	}
+	limit, _ = deadline.Do(context.Background(), deadline.New(time.Second), p, op)
+	lc, _ := live.Ceiling("fetch")
+	fmt.Println("after:", limit, lc.Ceiling.Round(time.Millisecond), lc.Quantile)
+	// Output:
+	// before: ceiling
+	// after: learned_ceiling 48ms 0.99
+}

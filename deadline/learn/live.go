@@ -1,0 +1,181 @@
+package learn
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// LiveOptions configures [Recorder.Live].
+type LiveOptions struct {
+	// Quantile, Margin and MinSamples are as for [Recorder.Suggest]. Max
+	// is required (> 0): a live ceiling never exceeds it. Min (0: none)
+	// is the least ceiling.
+	SuggestOptions
+	// Every is how many samples of a step pass between two computations
+	// of its ceiling: the ceiling changes at most every Every samples.
+	// 0 means 100. Must be >= 0.
+	Every int
+	// HalfLife is how many samples of a step pass before the weight of the
+	// older ones is halved, so that the ceiling follows a provider that
+	// drifts: it reflects roughly the last 2·HalfLife samples. 0 means
+	// 2·MinSamples. Must be >= 0.
+	HalfLife int
+}
+
+// liveConfig is LiveOptions with its defaults, as the recording path reads
+// it.
+type liveConfig struct {
+	o        SuggestOptions
+	every    uint64
+	halfLife uint64
+}
+
+// recent is a step's decaying histogram for the live ceiling.
+type recent struct {
+	n                   atomic.Uint64 // samples recorded into it
+	decayed             uint64        // n at the last halving; the updater's
+	completed, censored [slots]atomic.Uint32
+}
+
+func (rc *recent) completedAt(i int) uint64 { return uint64(rc.completed[i].Load()) }
+func (rc *recent) censoredAt(i int) uint64  { return uint64(rc.censored[i].Load()) }
+
+// Live turns on the live ceiling and returns it as a
+// [deadline.CeilingSource] for [deadline.Policy.Ceiling]. From then on,
+// every Every samples of a step, the recorder recomputes the step's ceiling
+// from its recent samples (weights halved every HalfLife samples): the
+// Quantile × Margin clamped to [Min, Max], as [Suggest] computes it. While
+// a step has fewer than MinSamples recent samples it has no live ceiling
+// (the policy's AttemptTimeout applies). When too many recent attempts were
+// cut to know the quantile (censored), the ceiling is doubled, up to Max,
+// so that the attempts can show how long they take.
+//
+// The computation runs on the goroutine whose attempt completed the Every
+// samples (a few microseconds, once per Every samples); reading the
+// ceiling is an atomic load, with no lock and no allocation. Calling Live
+// again replaces the options and keeps what was learned.
+func (r *Recorder) Live(o LiveOptions) (*Live, error) {
+	so, err := o.SuggestOptions.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Max <= 0:
+		return nil, &OptionError{"LiveOptions.Max", o.Max, "> 0: a live ceiling needs an upper bound"}
+	case o.Every < 0:
+		return nil, &OptionError{"LiveOptions.Every", o.Every, ">= 0 (0: 100)"}
+	case o.HalfLife < 0:
+		return nil, &OptionError{"LiveOptions.HalfLife", o.HalfLife, ">= 0 (0: 2 × MinSamples)"}
+	}
+	lc := &liveConfig{o: so, every: uint64(o.Every), halfLife: uint64(o.HalfLife)}
+	if lc.every == 0 {
+		lc.every = 100
+	}
+	if lc.halfLife == 0 {
+		lc.halfLife = 2 * uint64(so.MinSamples)
+	}
+	r.live.Store(lc)
+	return &Live{r: r}, nil
+}
+
+// Live is a recorder's live ceiling: a [deadline.CeilingSource].
+type Live struct{ r *Recorder }
+
+// Ceiling returns step's current live ceiling and the quantile it was
+// derived from, and false when the step has none yet (or was never
+// recorded, or overflowed [MaxSteps]).
+func (l *Live) Ceiling(step string) (deadline.LearnedCeiling, bool) {
+	s := l.r.lookup(step)
+	if s == nil {
+		return deadline.LearnedCeiling{}, false
+	}
+	c := s.ceiling.Load()
+	if c <= 0 {
+		return deadline.LearnedCeiling{}, false
+	}
+	return deadline.LearnedCeiling{Ceiling: time.Duration(c), Quantile: l.r.live.Load().o.Quantile}, true
+}
+
+var _ deadline.CeilingSource = (*Live)(nil)
+
+// record adds a sample to s's recent histogram and recomputes the ceiling
+// every lc.every samples.
+func (lc *liveConfig) record(s *series, censored bool, d time.Duration) {
+	rc := s.recent.Load()
+	if rc == nil {
+		rc = new(recent)
+		if !s.recent.CompareAndSwap(nil, rc) {
+			rc = s.recent.Load()
+		}
+	}
+	if censored {
+		inc(&rc.censored[slot(d)])
+	} else {
+		inc(&rc.completed[slot(d)])
+	}
+	if n := rc.n.Add(1); n%lc.every == 0 && s.updating.CompareAndSwap(false, true) {
+		defer s.updating.Store(false)
+		lc.update(s, rc, n)
+	}
+}
+
+// update recomputes s's live ceiling from rc, then ages rc.
+func (lc *liveConfig) update(s *series, rc *recent, n uint64) {
+	var total uint64
+	for i := range slots {
+		total += rc.completedAt(i) + rc.censoredAt(i)
+	}
+	o := lc.o
+	if total >= uint64(o.MinSamples) {
+		if k, ok := kaplanMeier(rc, total, o.Quantile); ok {
+			var est time.Duration
+			switch k {
+			case underSlot:
+				est = Underflow
+			case overSlot:
+				est = time.Duration(s.max.Load())
+			default:
+				est = value(k)
+			}
+			c, _ := ceilingOf(est, o)
+			s.ceiling.Store(int64(c))
+		} else {
+			// The quantile is above every cut: raise the ceiling so that
+			// the attempts can show it.
+			base := time.Duration(s.ceiling.Load())
+			if base <= 0 {
+				base = time.Duration(s.maxCensored.Load())
+			}
+			c := time.Duration(math.Min(2*float64(max(base, 1)), float64(o.Max)))
+			s.ceiling.Store(int64(max(c, o.Min)))
+		}
+	}
+	if n-rc.decayed >= lc.halfLife {
+		rc.decayed = n
+		for i := range slots {
+			halve(&rc.completed[i])
+			halve(&rc.censored[i])
+		}
+	}
+}
+
+// halve halves c.
+func halve(c *atomic.Uint32) {
+	for {
+		v := c.Load()
+		if v == 0 || c.CompareAndSwap(v, v/2) {
+			return
+		}
+	}
+}
+
+// String describes the live ceiling's options.
+func (l *Live) String() string {
+	lc := l.r.live.Load()
+	return fmt.Sprintf("live ceiling: p%s × %g in [%s, %s], every %d samples, half-life %d samples",
+		fmtP(lc.o.Quantile), lc.o.Margin, lc.o.Min, lc.o.Max, lc.every, lc.halfLife)
+}

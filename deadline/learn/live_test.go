@@ -1,0 +1,166 @@
+package learn_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+func TestLiveRejectsBadOptions(t *testing.T) {
+	var rec learn.Recorder
+	var oe *learn.OptionError
+	for name, o := range map[string]learn.LiveOptions{
+		"no max":         {},
+		"negative every": {SuggestOptions: learn.SuggestOptions{Max: time.Second}, Every: -1},
+		"negative half":  {SuggestOptions: learn.SuggestOptions{Max: time.Second}, HalfLife: -1},
+		"bad quantile":   {SuggestOptions: learn.SuggestOptions{Max: time.Second, Quantile: 2}},
+		"min above max":  {SuggestOptions: learn.SuggestOptions{Max: time.Second, Min: time.Minute}},
+	} {
+		l, err := rec.Live(o)
+		assert.ErrorAs(t, err, &oe, name)
+		assert.Nil(t, l, name)
+	}
+}
+
+// The live ceiling appears once MinSamples are recorded, is p99 × margin
+// within the bounds, changes only every Every samples, and follows a
+// provider that drifts.
+func TestLiveCeilingFollowsDrift(t *testing.T) {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{
+		SuggestOptions: learn.SuggestOptions{Min: 5 * time.Millisecond, Max: time.Second, MinSamples: 200},
+		Every:          50, HalfLife: 400,
+	})
+	require.NoError(t, err)
+	assert.Contains(t, live.String(), "p99 × 1.2 in [5ms, 1s], every 50 samples, half-life 400 samples")
+	r := rand.New(rand.NewPCG(3, 4))
+	uniform := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
+
+	_, ok := live.Ceiling("x")
+	assert.False(t, ok, "unknown step")
+	for range 199 {
+		rec.Record("x", deadline.EndedCompleted, uniform(10*time.Millisecond, 20*time.Millisecond), t0)
+	}
+	_, ok = live.Ceiling("x")
+	assert.False(t, ok, "below MinSamples: no ceiling, the policy's AttemptTimeout applies")
+
+	var last time.Duration
+	for i := 200; i <= 1000; i++ {
+		rec.Record("x", deadline.EndedCompleted, uniform(10*time.Millisecond, 20*time.Millisecond), t0)
+		lc, ok := live.Ceiling("x")
+		if i < 200 || !ok {
+			continue
+		}
+		if i%50 != 0 {
+			assert.Equal(t, last, lc.Ceiling, "changed between two computations (sample %d)", i)
+		}
+		last = lc.Ceiling
+		assert.Equal(t, 0.99, lc.Quantile)
+	}
+	assert.InEpsilon(t, 1.2*19.9e6, float64(last), 0.03, "p99 of 10 … 20ms × 1.2")
+
+	// The provider slows down: 40 … 60ms. A few half-lives later the
+	// ceiling follows.
+	for range 3000 {
+		rec.Record("x", deadline.EndedCompleted, uniform(40*time.Millisecond, 60*time.Millisecond), t0)
+	}
+	lc, _ := live.Ceiling("x")
+	assert.InEpsilon(t, 1.2*59.8e6, float64(lc.Ceiling), 0.03)
+
+	// Far above Max: clamped.
+	for range 3000 {
+		rec.Record("x", deadline.EndedCompleted, uniform(2*time.Second, 3*time.Second), t0)
+	}
+	lc, _ = live.Ceiling("x")
+	assert.Equal(t, time.Second, lc.Ceiling)
+}
+
+// When the live ceiling cuts too many attempts to know the quantile, it is
+// doubled, up to Max, rather than kept at (or reported as) the quantile.
+func TestLiveCeilingRaisesWhenCensored(t *testing.T) {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{
+		SuggestOptions: learn.SuggestOptions{Max: 500 * time.Millisecond, MinSamples: 100},
+		Every:          100, HalfLife: 100000,
+	})
+	require.NoError(t, err)
+	for range 100 {
+		rec.Record("x", deadline.EndedCompleted, 10*time.Millisecond, t0)
+	}
+	lc, ok := live.Ceiling("x")
+	require.True(t, ok)
+	assert.InEpsilon(t, 12*time.Millisecond, lc.Ceiling, 0.02)
+	want := lc.Ceiling
+	for range 4 {
+		// Every attempt is now cut at the ceiling.
+		for range 100 {
+			rec.Record("x", deadline.EndedAttemptTimeout, lc.Ceiling, t0)
+		}
+		want = min(2*want, 500*time.Millisecond)
+		lc, _ = live.Ceiling("x")
+		assert.Equal(t, want, lc.Ceiling)
+	}
+}
+
+// A policy using the live ceiling gets it on its attempts once learned,
+// and reports it as a learned ceiling.
+func TestLiveCeilingInDo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec learn.Recorder
+		live, err := rec.Live(learn.LiveOptions{
+			SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}, Every: 10,
+		})
+		require.NoError(t, err)
+		var infos []deadline.AttemptInfo
+		seen := &deadline.Hooks{AttemptStart: func(ctx context.Context, a deadline.AttemptInfo) context.Context {
+			infos = append(infos, a)
+			return ctx
+		}}
+		p := deadline.Policy{Name: "fetch", MaxAttempts: 1, AttemptTimeout: 2 * time.Second, Ceiling: live,
+			Hooks: deadline.Compose(seen, rec.Hooks())}
+		for range 101 {
+			_, err := deadline.Do(context.Background(), deadline.New(5*time.Second), p, func(context.Context, deadline.AttemptInfo) (int, error) {
+				time.Sleep(50 * time.Millisecond)
+				return 1, nil
+			})
+			require.NoError(t, err)
+		}
+		assert.Equal(t, deadline.LimitCeiling, infos[0].LimitedBy)
+		assert.Equal(t, 2*time.Second, infos[0].Ceiling)
+		lastInfo := infos[len(infos)-1]
+		assert.Equal(t, deadline.LimitLearnedCeiling, lastInfo.LimitedBy)
+		assert.InEpsilon(t, 60*time.Millisecond, lastInfo.Ceiling, 0.02)
+		assert.Equal(t, 0.99, lastInfo.CeilingQuantile)
+	})
+}
+
+// Recording from many goroutines in live mode, while policies read the
+// ceiling, is safe (run with -race) and yields a ceiling.
+func TestLiveConcurrent(t *testing.T) {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}, Every: 10, HalfLife: 200})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 2000 {
+				rec.Record("x", deadline.EndedCompleted, time.Duration(1+r.IntN(20))*time.Millisecond, t0)
+				_, _ = live.Ceiling("x")
+			}
+		})
+	}
+	wg.Wait()
+	lc, ok := live.Ceiling("x")
+	require.True(t, ok)
+	assert.InEpsilon(t, 24*time.Millisecond, lc.Ceiling, 0.05)
+}
