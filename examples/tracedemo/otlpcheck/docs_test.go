@@ -129,6 +129,7 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.server.refusals":             "the providers' meter is a no-op in the demo",
 		"deadline.server.clamps":               "the providers' meter is a no-op in the demo",
 		"deadline.server.budget":               "the providers' meter is a no-op in the demo",
+		"deadline.attempt.ceiling_quantile":    "the demo's policies have static ceilings, not learned ones",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}
