@@ -110,17 +110,6 @@ func slot(d time.Duration) int {
 	return int(BucketIndex(d)) - MinIndex
 }
 
-// slotOfIndex returns the counter of OpenTelemetry bucket index i.
-func slotOfIndex(i int32) int {
-	switch {
-	case i < MinIndex:
-		return underSlot
-	case i > MaxIndex:
-		return overSlot
-	}
-	return int(i) - MinIndex
-}
-
 // order lists the slots from the shortest durations to the longest.
 func order(k int) int {
 	switch k {
