@@ -1,0 +1,18 @@
+module github.com/deadlinebudget/budget/deadline/deadlinegrpc
+
+go 1.26.0
+
+replace github.com/deadlinebudget/budget => ../..
+
+require (
+	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
+)
