@@ -259,8 +259,8 @@ func TestPushbackThatRefusesRetries(t *testing.T) {
 
 func TestParsePushback(t *testing.T) {
 	for _, tc := range []struct {
-		values           []string
-		delay            time.Duration
+		values            []string
+		delay             time.Duration
 		present, wellMade bool
 	}{
 		{nil, 0, false, false},
