@@ -72,7 +72,9 @@ func TestOneClientSpanPerAttemptUnderTheCallSpan(t *testing.T) {
 
 	sopts, err := otelbudgetgrpc.ServerOptions(obs, []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(time.Second)}, prop)
 	require.NoError(t, err)
-	srv := grpc.NewServer(sopts...)
+	// WaitForHandlers: Stop returns once every handler, and the SERVER span
+	// its stats handler ends after the response, is done.
+	srv := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
 	srv.RegisterService(&desc, &flaky{})
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
