@@ -1,0 +1,219 @@
+package deadlinegrpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// Client holds the client interceptors: every RPC made through them runs
+// under [deadline.Do], with one shared deadline, a lease per attempt carried
+// on the wire as grpc-timeout, refusal below the floor, budget-checked
+// backoff, the server's pushback, and retries only for methods that are
+// safe to repeat. Create one with [NewClient]; it is safe for concurrent
+// use, and its configuration is fixed once created.
+//
+// # The deadline and the policy
+//
+// An RPC runs under the [deadline.Deadline] found in its context by
+// [deadline.FromContext] (one stored by [deadline.NewContext], or the
+// context's own deadline, whichever ends first), so every call made while
+// handling one request spends the same budget, over HTTP and gRPC alike. A
+// context with neither gets a new Deadline of [DefaultBudget]
+// ([WithDefaultBudget]).
+//
+// Its policy is the first of: the context's ([WithRequestPolicy]), the
+// function's for its full method name ([WithPolicyFunc]), the client's
+// ([WithPolicy]), [deadline.DefaultPolicy].
+//
+// # Each attempt
+//
+// Attempt n is one physical RPC whose context is the attempt's context: its
+// deadline is the attempt's lease, so grpc-go sends that lease as
+// grpc-timeout (never the whole remaining budget), and the server sees it
+// as its context's deadline. An instrumented connection (otelgrpc's stats
+// handler) records one CLIENT span per attempt, a child of the attempt's
+// context.
+//
+// # What is retried
+//
+// A method is retried only if it is safe to repeat: listed by
+// [WithIdempotentMethods], or declared so by its descriptor
+// ([IsIdempotent]: idempotency_level NO_SIDE_EFFECTS or IDEMPOTENT, looked
+// up in [WithProtoFiles]). Every other method is sent once whatever
+// happens. For a method that may be retried, an attempt fails retryably on a
+// status whose code is in [WithRetryCodes] (default UNAVAILABLE and
+// RESOURCE_EXHAUSTED) and that carries no [RefusedTrailer], and on an
+// attempt ended by its own ceiling ([deadline.Policy.AttemptTimeout]).
+// A stream is never retried once a response message or its headers reached
+// the caller (see [Client.StreamInterceptor]).
+//
+// The server's [PushbackTrailer] on a retryable failure replaces the
+// backoff ([deadline.RetryAfter]) and is never shortened; when it does not
+// fit in what is left above the floor the call stops at once with
+// [deadline.ReasonRetryAfterTooLong]. A negative or malformed pushback
+// means "do not retry" ([PushbackError]).
+//
+// # Errors
+//
+// When the call stops without a result the interceptor returns an
+// [*Error]: a gRPC status (DEADLINE_EXCEEDED for budget reasons) from which
+// errors.As reaches the [*deadline.StopError].
+//
+// # grpc-go's own retry
+//
+// grpc-go retries by itself the methods its service config gives a
+// retryPolicy, and those retries ignore the budget (each waits its own
+// backoff, and all share the attempt's lease). Turn them off for the methods
+// this client retries: dial with grpc.WithDisableRetry() (as
+// [Client.DialOptions] does), or give those methods no retryPolicy. The
+// client cannot see WithDisableRetry, but it reads the service config: when
+// a method it may retry has a retryPolicy there, it logs a warning once per
+// method ([WithLogger]).
+type Client struct {
+	cfg        clientConfig
+	idempotent sync.Map // method -> bool, the descriptor's answer
+	warned     sync.Map // method -> struct{}, double retry reported
+}
+
+// NewClient returns a Client configured by opts. It checks the options
+// once, here: an invalid policy ([WithPolicy]), WithDefaultBudget(d <= 0), a
+// code that is not retryable ([WithRetryCodes]) or a method name that is not
+// "/package.Service/Method" ([WithIdempotentMethods]) returns a nil Client
+// and a [*deadline.PolicyError] naming the first problem. Nil options are
+// ignored.
+func NewClient(opts ...ClientOption) (*Client, error) {
+	c := newClientConfig(opts)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return &Client{cfg: c}, nil
+}
+
+// DialOptions returns the options that install the client on a
+// connection: its unary and stream interceptors (chained, so that others
+// may be added) and grpc.WithDisableRetry(), so that grpc-go's own retry
+// does not repeat attempts behind the budget's back.
+func (c *Client) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(c.UnaryInterceptor()),
+		grpc.WithChainStreamInterceptor(c.StreamInterceptor()),
+		grpc.WithDisableRetry(),
+	}
+}
+
+// UnaryInterceptor returns the client's unary interceptor; see [Client].
+// The reply is filled by the attempt that succeeds.
+func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
+	return c.unary
+}
+
+func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	d, p := c.prepare(ctx, cc, method, true)
+	_, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+		var trailer metadata.MD
+		all := make([]grpc.CallOption, len(opts), len(opts)+1)
+		copy(all, opts)
+		err := invoker(actx, method, req, reply, cc, append(all, grpc.Trailer(&trailer))...)
+		return struct{}{}, c.mark(err, trailer)
+	})
+	return wrapError(err)
+}
+
+// prepare finds the RPC's deadline and policy. retry says whether the
+// method may be sent more than once at all (a stream that has sent
+// messages may not).
+func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string, retry bool) (deadline.Deadline, deadline.Policy) {
+	d, ok := deadline.FromContext(ctx)
+	if !ok {
+		d = deadline.New(c.cfg.defaultBudget)
+	}
+	p := c.policyFor(ctx, method)
+	if p.Name == "" {
+		p.Name = strings.TrimPrefix(method, "/")
+	}
+	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
+	safe := retry && c.safe(method)
+	if !safe && p.MaxAttempts > 1 {
+		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: method is not declared safe to repeat; sending it once", "method", method)
+	}
+	if safe && p.MaxAttempts > 1 {
+		c.checkDoubleRetry(ctx, cc, method)
+	}
+	classify := p.Retryable
+	if classify == nil {
+		classify = deadline.IsRetryable
+	}
+	p.Retryable = func(err error) bool {
+		if !safe {
+			return false
+		}
+		if _, refused := errors.AsType[*PushbackError](err); refused {
+			return false
+		}
+		return classify(err)
+	}
+	return d, p
+}
+
+// policyFor applies the order: context, function, client, default.
+func (c *Client) policyFor(ctx context.Context, method string) deadline.Policy {
+	if p, ok := RequestPolicy(ctx); ok {
+		return p
+	}
+	if c.cfg.policyFunc != nil {
+		if p, ok := c.cfg.policyFunc(method); ok {
+			return p
+		}
+		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: no policy for method; using the client's policy", "method", method)
+	}
+	return c.cfg.policy
+}
+
+// mark classifies an attempt's error: a retryable code without a refusal
+// trailer becomes retryable, with the server's pushback applied.
+func (c *Client) mark(err error, trailer metadata.MD) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	code := int(st.Code())
+	if code >= codeCount || !c.cfg.retryCodes[code] || len(trailer.Get(RefusedTrailer)) > 0 {
+		return err
+	}
+	err, retry := pushback(err, trailer)
+	if !retry {
+		return err
+	}
+	return deadline.Retryable(err)
+}
+
+// checkDoubleRetry warns once per method when grpc-go's service config
+// gives a method this client retries a retryPolicy of its own.
+func (c *Client) checkDoubleRetry(ctx context.Context, cc *grpc.ClientConn, method string) {
+	if cc == nil {
+		return
+	}
+	if cc.GetMethodConfig(method).RetryPolicy == nil {
+		return
+	}
+	if _, done := c.warned.LoadOrStore(method, struct{}{}); done {
+		return
+	}
+	c.cfg.logger.WarnContext(ctx, "deadlinegrpc: the service config gives this method a grpc-go retryPolicy, whose retries ignore the budget; dial with grpc.WithDisableRetry() or remove its retryPolicy",
+		"method", method)
+}

@@ -1,0 +1,146 @@
+package otelbudgetgrpc_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
+	"github.com/deadlinebudget/budget/otelbudget"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const method = "/deadlinegrpc.test.Echo/Get"
+
+// flaky fails the first two calls with UNAVAILABLE.
+type flaky struct{ n int }
+
+var desc = grpc.ServiceDesc{
+	ServiceName: "deadlinegrpc.test.Echo",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{MethodName: "Get", Handler: func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		in := new(wrapperspb.StringValue)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		h := func(ctx context.Context, req any) (any, error) {
+			f := srv.(*flaky)
+			f.n++
+			if f.n < 3 {
+				return nil, status.Error(codes.Unavailable, "down")
+			}
+			return req, nil
+		}
+		return ic(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, h)
+	}}},
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value)
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func TestOneClientSpanPerAttemptUnderTheCallSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
+	prop := otelgrpc.WithPropagators(propagation.TraceContext{})
+
+	sopts, err := otelbudgetgrpc.ServerOptions(obs, []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(time.Second)}, prop)
+	require.NoError(t, err)
+	// WaitForHandlers: Stop returns once every handler, and the SERVER span
+	// its stats handler ends after the response, is done.
+	srv := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
+	srv.RegisterService(&desc, &flaky{})
+	lis := bufconn.Listen(1 << 20)
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	p := deadline.Policy{MaxAttempts: 3, Floor: 20 * time.Millisecond,
+		Backoff: deadline.Backoff{Base: time.Millisecond, Max: time.Millisecond, Jitter: deadline.JitterNone}}
+	dopts, err := otelbudgetgrpc.DialOptions(obs, []deadlinegrpc.ClientOption{
+		deadlinegrpc.WithPolicy(p), deadlinegrpc.WithIdempotentMethods(method)}, prop)
+	require.NoError(t, err)
+	cc, err := grpc.NewClient("passthrough:///buf", append(dopts,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))...)
+	require.NoError(t, err)
+	defer cc.Close()
+
+	ctx := deadline.NewContext(t.Context(), deadline.New(5*time.Second))
+	require.NoError(t, cc.Invoke(ctx, method, wrapperspb.String("x"), new(wrapperspb.StringValue)))
+	cc.Close()
+	srv.Stop()
+
+	var call sdktrace.ReadOnlySpan
+	var clients, servers []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.SpanKind() {
+		case trace.SpanKindInternal:
+			call = s
+		case trace.SpanKindClient:
+			clients = append(clients, s)
+		case trace.SpanKindServer:
+			servers = append(servers, s)
+		}
+	}
+	require.NotNil(t, call, "one call span")
+	assert.Equal(t, "deadlinegrpc.test.Echo/Get", call.Name())
+	ca := attrs(call)
+	assert.Equal(t, "ok", ca[otelbudget.AttrVerdict].AsString())
+	assert.Equal(t, int64(3), ca[otelbudget.AttrAttempts].AsInt64())
+
+	require.Len(t, clients, 3, "one CLIENT span per physical attempt")
+	for i, s := range clients {
+		a := attrs(s)
+		assert.Equal(t, call.SpanContext().SpanID(), s.Parent().SpanID(), "a child of the call span")
+		assert.Equal(t, int64(i+1), a[otelbudget.AttrAttemptNumber].AsInt64())
+		assert.Contains(t, a, otelbudget.AttrAttemptGrantedMs)
+		assert.NotContains(t, a, attribute.Key("http.request.resend_count"), "no HTTP attribute on an RPC span")
+	}
+	assert.Equal(t, "error", attrs(clients[0])[otelbudget.AttrAttemptEndedBy].AsString())
+	assert.Equal(t, "completed", attrs(clients[2])[otelbudget.AttrAttemptEndedBy].AsString())
+
+	require.Len(t, servers, 3)
+	for _, s := range servers {
+		a := attrs(s)
+		assert.Equal(t, int64(1000), a[otelbudgetgrpc.AttrServerMaxMs].AsInt64())
+		assert.True(t, a[otelbudgetgrpc.AttrServerClamped].AsBool(), "5s inbound clamped to 1s")
+		assert.Greater(t, a[otelbudgetgrpc.AttrServerInboundMs].AsInt64(), int64(1000))
+		assert.Equal(t, int64(1000), a[otelbudgetgrpc.AttrServerBudgetMs].AsInt64())
+		assert.Equal(t, "max", a[otelbudgetgrpc.AttrServerLimitedBy].AsString())
+		assert.Equal(t, "none", a[otelbudgetgrpc.AttrServerRefusal].AsString())
+		assert.Equal(t, call.SpanContext().TraceID(), s.SpanContext().TraceID(), "one trace across the wire")
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	_, err := otelbudgetgrpc.DialOptions(nil, []deadlinegrpc.ClientOption{deadlinegrpc.WithDefaultBudget(0)})
+	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+	_, err = otelbudgetgrpc.ServerOptions(nil, []deadlinegrpc.ServerOption{deadlinegrpc.WithFloor(-1)})
+	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+}

@@ -1,0 +1,89 @@
+package otelbudgetgrpc
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/otelbudget"
+)
+
+// The attributes [ServerOptions] sets on otelgrpc's SERVER span, from the
+// server's [deadlinegrpc.Admission]. Durations are whole milliseconds,
+// rounded to the nearest.
+const (
+	// AttrServerInboundMs is the time the inbound deadline (grpc-timeout)
+	// had left on arrival; absent when the RPC arrived without one.
+	AttrServerInboundMs = attribute.Key("deadline.server.inbound_ms")
+	// AttrServerMaxMs is the server's maximum budget.
+	AttrServerMaxMs = attribute.Key("deadline.server.max_ms")
+	// AttrServerClamped is true when the inbound deadline was further away
+	// than the maximum, which replaced it.
+	AttrServerClamped = attribute.Key("deadline.server.clamped")
+	// AttrServerBudgetMs is the effective budget the handler ran under (or
+	// was refused with).
+	AttrServerBudgetMs = attribute.Key("deadline.server.budget_ms")
+	// AttrServerLimitedBy says which limit set it: "inbound" or "max".
+	AttrServerLimitedBy = attribute.Key("deadline.server.limited_by")
+	// AttrServerFloorMs is the server's floor.
+	AttrServerFloorMs = attribute.Key("deadline.server.floor_ms")
+	// AttrServerRefusal is "none", or why the RPC was refused: "spent" or
+	// "floor".
+	AttrServerRefusal = attribute.Key("deadline.server.refusal")
+)
+
+// ServerOptions returns the options that install, on a server, a
+// [deadlinegrpc.Server] built from opts and otelgrpc's server stats handler
+// (otelgrpc.NewServerHandler with obs's tracer and meter providers, then
+// otelOpts), and that set the server's decision about each RPC's budget on
+// otelgrpc's SERVER span (the deadline.server.* attributes). A nil obs
+// means otelbudget.New(). It returns the [*deadline.PolicyError] of an
+// invalid option, as [deadlinegrpc.NewServer] does.
+func ServerOptions(obs *otelbudget.Observer, opts []deadlinegrpc.ServerOption, otelOpts ...otelgrpc.Option) ([]grpc.ServerOption, error) {
+	if obs == nil {
+		obs = otelbudget.New()
+	}
+	all := make([]deadlinegrpc.ServerOption, 0, len(opts)+1)
+	all = append(all, opts...)
+	all = append(all, deadlinegrpc.WithAdmission(annotate))
+	s, err := deadlinegrpc.NewServer(all...)
+	if err != nil {
+		return nil, err
+	}
+	hopts := make([]otelgrpc.Option, 0, len(otelOpts)+2)
+	hopts = append(hopts,
+		otelgrpc.WithTracerProvider(obs.TracerProvider()),
+		otelgrpc.WithMeterProvider(obs.MeterProvider()))
+	hopts = append(hopts, otelOpts...)
+	return append([]grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(hopts...))}, s.ServerOptions()...), nil
+}
+
+// annotate sets the admission on the server span in ctx.
+func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 7)
+	if a.HasDeadline {
+		attrs = append(attrs, AttrServerInboundMs.Int64(ms(a.Inbound)))
+	}
+	attrs = append(attrs,
+		AttrServerMaxMs.Int64(ms(a.MaxBudget)),
+		AttrServerClamped.Bool(a.Clamped()),
+		AttrServerBudgetMs.Int64(ms(a.Budget)),
+		AttrServerLimitedBy.String(a.Limit.String()),
+		AttrServerFloorMs.Int64(ms(a.Floor)),
+		AttrServerRefusal.String(a.Refusal.String()),
+	)
+	span.SetAttributes(attrs...)
+}
+
+// ms converts d to whole milliseconds, rounded to the nearest, as otelbudget
+// does.
+func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }

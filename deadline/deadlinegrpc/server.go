@@ -1,0 +1,215 @@
+package deadlinegrpc
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
+// budget of an RPC that arrives without a deadline: 30 seconds. Change it
+// with [WithMaxBudget].
+const DefaultMaxBudget = 30 * time.Second
+
+// RefusedTrailer is the trailer a [Server] sets on the DEADLINE_EXCEEDED
+// status it answers when an RPC's effective budget is at or below its
+// floor, or spent: "budget-ms=5, floor-ms=20", the same value as
+// deadlinehttp's Deadline-Refused header (whole milliseconds rounded up, 0
+// when nothing was left). A [Client] never retries a status that carries
+// it: the next attempt would arrive with even less.
+const RefusedTrailer = "deadline-refused"
+
+// ServerOption configures [NewServer].
+type ServerOption interface{ applyServer(*serverConfig) }
+
+type serverOptionFunc func(*serverConfig)
+
+func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
+
+type serverConfig struct {
+	max       time.Duration
+	floor     time.Duration
+	admission []func(ctx context.Context, method string, a Admission)
+	err       error
+}
+
+func (c *serverConfig) fail(field string, value any, allowed string) {
+	if c.err == nil {
+		c.err = &deadline.PolicyError{Field: field, Value: value, Allowed: allowed}
+	}
+}
+
+// WithMaxBudget sets the server's own maximum (default
+// [DefaultMaxBudget]). An inbound deadline further away than d is clamped
+// to d: a client can never grant the server more time than it allows. An
+// RPC without a deadline gets d. d <= 0 is invalid, and so is a d at or
+// below the floor (see [NewServer]).
+func WithMaxBudget(d time.Duration) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		if d <= 0 {
+			c.fail("deadlinegrpc.WithMaxBudget", d, "> 0")
+			return
+		}
+		c.max = d
+	})
+}
+
+// WithFloor sets the server's floor (default 0). An RPC whose effective
+// budget is at or below d is answered at once with DEADLINE_EXCEEDED and
+// [RefusedTrailer], and the handler is not called. With the default 0 only
+// a budget already spent is refused. d < 0 is invalid, and so is a d at or
+// above the maximum (see [NewServer]).
+func WithFloor(d time.Duration) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		if d < 0 {
+			c.fail("deadlinegrpc.WithFloor", d, ">= 0")
+			return
+		}
+		c.floor = d
+	})
+}
+
+// WithAdmission adds a function called once per RPC, on its goroutine,
+// with what the server decided ([Admission]) before the handler runs or the
+// refusal is returned. ctx is the RPC's context as it arrived (otelgrpc's
+// server span is in it); method is the full method name. Use it for
+// telemetry. Calls add functions, called in order; a nil f adds nothing.
+func WithAdmission(f func(ctx context.Context, method string, a Admission)) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		if f != nil {
+			c.admission = append(c.admission, f)
+		}
+	})
+}
+
+// Server holds the server interceptors that give every RPC a budget; create
+// one with [NewServer]. It is safe for concurrent use.
+type Server struct{ cfg serverConfig }
+
+// NewServer returns a Server configured by opts.
+//
+// On arrival an RPC's budget is the time left on its context's deadline
+// (grpc-go sets it from the inbound grpc-timeout; a value too large for a
+// time.Duration is already saturated there), clamped to the server's
+// maximum ([WithMaxBudget]); an RPC without a deadline gets the maximum.
+// [WithAdmission] observes the result ([Admission]).
+//
+// An RPC whose budget is at or below the floor ([WithFloor]; zero when
+// nothing is left, whatever the floor) is refused: the interceptor returns
+// DEADLINE_EXCEEDED with the message "deadline budget too small:
+// budget-ms=5, floor-ms=20" and [RefusedTrailer], and the handler is not
+// called.
+//
+// Otherwise the handler runs with a context that carries a
+// [deadline.Deadline] of that budget and ends at it, so that
+// [deadline.FromContext], ctx.Done() and every [Client] or deadlinehttp
+// transport used inside the handler spend the same budget.
+//
+// NewServer checks its options once, here: WithMaxBudget(d <= 0),
+// WithFloor(d < 0) and a floor at or above the maximum return a nil Server
+// and a [*deadline.PolicyError] naming the first problem. Nil options are
+// ignored.
+func NewServer(opts ...ServerOption) (*Server, error) {
+	c := serverConfig{max: DefaultMaxBudget}
+	for _, o := range opts {
+		if o != nil {
+			o.applyServer(&c)
+		}
+	}
+	if c.err == nil && c.floor >= c.max {
+		c.fail("deadlinegrpc.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every RPC is refused")
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &Server{cfg: c}, nil
+}
+
+// ServerOptions returns the options that install the server's unary and
+// stream interceptors (chained, so that others may be added).
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(s.StreamInterceptor()),
+	}
+}
+
+// UnaryInterceptor returns the server's unary interceptor; see [NewServer].
+func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		a, d := s.admit(ctx, info.FullMethod)
+		if a.Refused() {
+			_ = grpc.SetTrailer(ctx, refusedTrailer(a))
+			return nil, refusedStatus(a)
+		}
+		ctx, cancel := d.Scope(deadline.NewContext(ctx, d))
+		defer cancel()
+		return handler(ctx, req)
+	}
+}
+
+// StreamInterceptor returns the server's stream interceptor; see
+// [NewServer].
+func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		a, d := s.admit(ss.Context(), info.FullMethod)
+		if a.Refused() {
+			ss.SetTrailer(refusedTrailer(a))
+			return refusedStatus(a)
+		}
+		ctx, cancel := d.Scope(deadline.NewContext(ss.Context(), d))
+		defer cancel()
+		return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type serverStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *serverStream) Context() context.Context { return s.ctx }
+
+// admit decides an RPC's budget and reports it.
+func (s *Server) admit(ctx context.Context, method string) (Admission, deadline.Deadline) {
+	a := Admission{MaxBudget: s.cfg.max, Floor: s.cfg.floor, Budget: s.cfg.max, Limit: LimitMax}
+	var d deadline.Deadline
+	if end, ok := ctx.Deadline(); ok {
+		a.HasDeadline, a.Inbound = true, time.Until(end)
+		if a.Inbound <= a.Budget {
+			a.Budget, a.Limit = max(a.Inbound, 0), LimitInbound
+			d = deadline.At(end)
+		}
+	}
+	switch {
+	case a.Budget <= 0:
+		a.Refusal = RefusalSpent
+	case a.Budget <= a.Floor:
+		a.Refusal = RefusalFloor
+	}
+	if a.Limit == LimitMax {
+		d = deadline.New(a.Budget)
+	}
+	for _, f := range s.cfg.admission {
+		f(ctx, method, a)
+	}
+	return a, d
+}
+
+func refusedValue(a Admission) string {
+	return "budget-ms=" + formatMs(a.Budget) + ", floor-ms=" + formatMs(a.Floor)
+}
+
+func refusedTrailer(a Admission) metadata.MD {
+	return metadata.Pairs(RefusedTrailer, refusedValue(a))
+}
+
+func refusedStatus(a Admission) error {
+	return status.Error(codes.DeadlineExceeded, "deadline budget too small: "+refusedValue(a))
+}

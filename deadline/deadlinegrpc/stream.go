@@ -1,0 +1,284 @@
+package deadlinegrpc
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// StreamInterceptor returns the client's stream interceptor; see [Client].
+//
+// A server-streaming method (one request, many responses) that is safe to
+// repeat is opened lazily: the request and CloseSend are kept until the
+// caller first calls RecvMsg or Header, and then the stream runs under
+// [deadline.Do], an attempt being one physical stream that ends at its
+// first response message (or its headers, when Header was called first),
+// or at its status. A failed attempt is retried like a unary RPC, the
+// request sent again (a proto message is cloned when sent, so the caller
+// may reuse it). Once a response message or the headers reached the caller
+// nothing is retried: a later error is the stream's own, returned as it is.
+// An error that stops the call is an [*Error], returned by that RecvMsg (or
+// Header) and every later one.
+//
+// Every other stream (client-streaming, bidirectional, or a method not safe
+// to repeat) is opened at once under [deadline.Do]: only a failure to open
+// it, before any message was sent, is retried, and only for a method safe to
+// repeat; its messages are never replayed.
+//
+// Either way the stream runs in its attempt's lease: its context's deadline
+// is the lease (sent as grpc-timeout), the caller's cancellation ends it,
+// and its resources are freed when RecvMsg returns an error (io.EOF
+// included). As with any gRPC stream, the caller must read it to the end or
+// cancel its context.
+func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor {
+	return c.stream
+}
+
+func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}
+	if !desc.ClientStreams && desc.ServerStreams && c.safe(method) {
+		return s, nil // opened by the first RecvMsg or Header
+	}
+	d, p := c.prepare(ctx, cc, method, true)
+	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
+		l := newLease(ctx, actx, leaseCause(a))
+		cs, err := streamer(l.ctx, desc, cc, method, opts...)
+		if err != nil {
+			l.release()
+			return struct{}{}, c.mark(err, nil)
+		}
+		s.cur, s.lease, s.done = cs, l, true
+		return struct{}{}, nil
+	})
+	if err != nil {
+		return nil, wrapError(err)
+	}
+	return s, nil
+}
+
+func leaseCause(a deadline.AttemptInfo) error {
+	if a.LimitedBy == deadline.LimitCeiling {
+		return deadline.ErrCeilingReached
+	}
+	return deadline.ErrDeadlineReached
+}
+
+// clientStream is the stream the interceptor returns. Before the call runs
+// (lazy mode) it keeps what the caller sends; then it forwards everything
+// to the current attempt's stream.
+type clientStream struct {
+	c        *Client
+	caller   context.Context
+	desc     *grpc.StreamDesc
+	cc       *grpc.ClientConn
+	method   string
+	streamer grpc.Streamer
+	opts     []grpc.CallOption
+
+	mu     sync.Mutex
+	sent   []any // lazy mode: the messages to send on each attempt
+	closed bool  // lazy mode: CloseSend was called
+	done   bool  // the call ran: cur and lease, or err, are final
+	cur    grpc.ClientStream
+	lease  *lease
+	header metadata.MD // the headers read by the attempt that Header started
+	err    error       // the call's error, returned by every RecvMsg and Header
+	eof    bool        // the first RecvMsg found the stream empty
+}
+
+func (s *clientStream) SendMsg(m any) error {
+	s.mu.Lock()
+	if !s.done {
+		if pm, ok := m.(proto.Message); ok {
+			m = proto.Clone(pm)
+		}
+		s.sent = append(s.sent, m)
+		s.mu.Unlock()
+		return nil
+	}
+	cur, err := s.cur, s.err
+	s.mu.Unlock()
+	if cur == nil {
+		return err
+	}
+	return cur.SendMsg(m)
+}
+
+func (s *clientStream) CloseSend() error {
+	s.mu.Lock()
+	if !s.done {
+		s.closed = true
+		s.mu.Unlock()
+		return nil
+	}
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil {
+		return nil
+	}
+	return cur.CloseSend()
+}
+
+func (s *clientStream) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		return s.cur.Context()
+	}
+	return s.caller
+}
+
+func (s *clientStream) Trailer() metadata.MD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		return s.cur.Trailer()
+	}
+	return nil
+}
+
+func (s *clientStream) Header() (metadata.MD, error) {
+	if first, err := s.run(nil, true); first {
+		if err == io.EOF {
+			return nil, nil // no headers: RecvMsg returns the status (io.EOF)
+		}
+		s.mu.Lock()
+		md := s.header
+		s.mu.Unlock()
+		return md, err
+	}
+	s.mu.Lock()
+	cur, err := s.cur, s.err
+	s.mu.Unlock()
+	if cur == nil {
+		return nil, err
+	}
+	return cur.Header()
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	if first, err := s.run(m, false); first {
+		if err != nil {
+			s.finish()
+		}
+		return err
+	}
+	s.mu.Lock()
+	cur, err, eof := s.cur, s.err, s.eof
+	s.mu.Unlock()
+	if cur == nil {
+		return err
+	}
+	if eof {
+		return io.EOF
+	}
+	err = cur.RecvMsg(m)
+	if err != nil {
+		s.finish()
+	}
+	return err
+}
+
+// finish frees the lease once the stream has ended.
+func (s *clientStream) finish() {
+	s.mu.Lock()
+	l := s.lease
+	s.mu.Unlock()
+	if l != nil {
+		l.release()
+	}
+}
+
+// run runs the lazy call if it has not run yet, reading m (or the headers)
+// as its first event. It reports first true when this call ran it, with
+// what the caller must get.
+func (s *clientStream) run(m any, header bool) (first bool, err error) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.done = true // the caller must not call RecvMsg from two goroutines
+	sent, closed := s.sent, s.closed
+	s.sent = nil
+	s.mu.Unlock()
+
+	d, p := s.c.prepare(s.caller, s.cc, s.method, true)
+	eof := false
+	_, err = deadline.Do(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
+		l := newLease(s.caller, actx, leaseCause(a))
+		cs, err := s.streamer(l.ctx, s.desc, s.cc, s.method, s.opts...)
+		if err != nil {
+			l.release()
+			return struct{}{}, s.c.mark(err, nil)
+		}
+		var md metadata.MD
+		err = replay(cs, sent, closed)
+		if err == nil {
+			if header {
+				md, err = cs.Header()
+				if err == nil && md == nil {
+					// The stream ended without headers: its status
+					// comes from RecvMsg (no message is decoded).
+					err = cs.RecvMsg(nil)
+				}
+			} else {
+				err = cs.RecvMsg(m)
+			}
+		}
+		if err == io.EOF {
+			// An OK status and no message: nothing to retry.
+			err, eof = nil, true
+		}
+		if err != nil {
+			if _, bounded := actx.Deadline(); bounded && l.ctx.Err() != nil {
+				// The lease ended the attempt at the attempt context's
+				// deadline: let deadline.Do see it too, so that it tells
+				// a ceiling, the shared deadline and a cancellation apart.
+				<-actx.Done()
+			}
+			trailer := cs.Trailer()
+			l.release()
+			return struct{}{}, s.c.mark(err, trailer)
+		}
+		s.mu.Lock()
+		s.cur, s.lease, s.header, s.eof = cs, l, md, eof
+		s.mu.Unlock()
+		return struct{}{}, nil
+	})
+	if err != nil {
+		err = wrapError(err)
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		return true, err
+	}
+	if eof {
+		s.finish()
+		return true, io.EOF
+	}
+	return true, nil
+}
+
+// replay sends the kept messages and CloseSend on a new attempt. io.EOF
+// from SendMsg means the stream ended: its status comes from RecvMsg.
+func replay(cs grpc.ClientStream, sent []any, closed bool) error {
+	for _, m := range sent {
+		if err := cs.SendMsg(m); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+	if closed {
+		return cs.CloseSend()
+	}
+	return nil
+}
