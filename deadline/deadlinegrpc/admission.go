@@ -45,11 +45,13 @@ const (
 	LimitMax
 )
 
-// String returns "inbound" or "max".
+// String returns "header" (the inbound deadline arrives as the
+// grpc-timeout header; the HTTP middleware names its own header's limit the
+// same, so one telemetry vocabulary serves both) or "max".
 func (l Limit) String() string {
 	switch l {
 	case LimitInbound:
-		return "inbound"
+		return "header"
 	case LimitMax:
 		return "max"
 	}

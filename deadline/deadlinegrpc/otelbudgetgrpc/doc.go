@@ -19,9 +19,11 @@
 // count is that number less one), and no http.* attribute.
 //
 // On the server ([ServerOptions]) otelgrpc's SERVER span carries what the
-// server decided about the RPC's budget ([AttrServerInboundMs],
-// [AttrServerMaxMs], [AttrServerBudgetMs], [AttrServerClamped],
-// [AttrServerLimitedBy], [AttrServerRefusal]).
+// server decided about the RPC's budget, with the keys of the HTTP server
+// composition ([otelbudget.AttrServerInboundBudgetMs],
+// [otelbudget.AttrServerMaxBudgetMs], [otelbudget.AttrServerBudgetMs],
+// [otelbudget.AttrServerLimitedBy], [otelbudget.AttrServerFloorMs], and on a
+// refusal [otelbudget.AttrServerRefused] and [otelbudget.AttrServerRefusal]).
 //
 // The package imports the OpenTelemetry API only; the application chooses
 // the SDK and the exporters. otelgrpc injects and extracts the trace context

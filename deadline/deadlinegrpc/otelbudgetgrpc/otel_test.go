@@ -128,12 +128,13 @@ func TestOneClientSpanPerAttemptUnderTheCallSpan(t *testing.T) {
 	require.Len(t, servers, 3)
 	for _, s := range servers {
 		a := attrs(s)
-		assert.Equal(t, int64(1000), a[otelbudgetgrpc.AttrServerMaxMs].AsInt64())
-		assert.True(t, a[otelbudgetgrpc.AttrServerClamped].AsBool(), "5s inbound clamped to 1s")
-		assert.Greater(t, a[otelbudgetgrpc.AttrServerInboundMs].AsInt64(), int64(1000))
-		assert.Equal(t, int64(1000), a[otelbudgetgrpc.AttrServerBudgetMs].AsInt64())
-		assert.Equal(t, "max", a[otelbudgetgrpc.AttrServerLimitedBy].AsString())
-		assert.Equal(t, "none", a[otelbudgetgrpc.AttrServerRefusal].AsString())
+		assert.Equal(t, int64(1000), a[otelbudget.AttrServerMaxBudgetMs].AsInt64())
+		assert.Greater(t, a[otelbudget.AttrServerInboundBudgetMs].AsInt64(), int64(1000), "5s inbound clamped to 1s")
+		assert.Equal(t, int64(1000), a[otelbudget.AttrServerBudgetMs].AsInt64())
+		assert.Equal(t, "max", a[otelbudget.AttrServerLimitedBy].AsString())
+		assert.Equal(t, int64(0), a[otelbudget.AttrServerFloorMs].AsInt64())
+		_, refused := a[otelbudget.AttrServerRefusal]
+		assert.False(t, refused, "no refusal attribute on an admitted RPC")
 		assert.Equal(t, call.SpanContext().TraceID(), s.SpanContext().TraceID(), "one trace across the wire")
 	}
 }

@@ -13,30 +13,6 @@ import (
 	"github.com/deadlinebudget/budget/otelbudget"
 )
 
-// The attributes [ServerOptions] sets on otelgrpc's SERVER span, from the
-// server's [deadlinegrpc.Admission]. Durations are whole milliseconds,
-// rounded to the nearest.
-const (
-	// AttrServerInboundMs is the time the inbound deadline (grpc-timeout)
-	// had left on arrival; absent when the RPC arrived without one.
-	AttrServerInboundMs = attribute.Key("deadline.server.inbound_ms")
-	// AttrServerMaxMs is the server's maximum budget.
-	AttrServerMaxMs = attribute.Key("deadline.server.max_ms")
-	// AttrServerClamped is true when the inbound deadline was further away
-	// than the maximum, which replaced it.
-	AttrServerClamped = attribute.Key("deadline.server.clamped")
-	// AttrServerBudgetMs is the effective budget the handler ran under (or
-	// was refused with).
-	AttrServerBudgetMs = attribute.Key("deadline.server.budget_ms")
-	// AttrServerLimitedBy says which limit set it: "inbound" or "max".
-	AttrServerLimitedBy = attribute.Key("deadline.server.limited_by")
-	// AttrServerFloorMs is the server's floor.
-	AttrServerFloorMs = attribute.Key("deadline.server.floor_ms")
-	// AttrServerRefusal is "none", or why the RPC was refused: "spent" or
-	// "floor".
-	AttrServerRefusal = attribute.Key("deadline.server.refusal")
-)
-
 // ServerOptions returns the options that install, on a server, a
 // [deadlinegrpc.Server] built from opts and otelgrpc's server stats handler
 // (otelgrpc.NewServerHandler with obs's tracer and meter providers, then
@@ -69,18 +45,21 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 	if !span.IsRecording() {
 		return
 	}
+	// The same deadline.server.* keys as the HTTP server composition
+	// (otelbudgethttp.NewHandler), documented in docs/attributes.md.
 	attrs := make([]attribute.KeyValue, 0, 7)
 	if a.HasDeadline {
-		attrs = append(attrs, AttrServerInboundMs.Int64(ms(a.Inbound)))
+		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound)))
 	}
 	attrs = append(attrs,
-		AttrServerMaxMs.Int64(ms(a.MaxBudget)),
-		AttrServerClamped.Bool(a.Clamped()),
-		AttrServerBudgetMs.Int64(ms(a.Budget)),
-		AttrServerLimitedBy.String(a.Limit.String()),
-		AttrServerFloorMs.Int64(ms(a.Floor)),
-		AttrServerRefusal.String(a.Refusal.String()),
+		otelbudget.AttrServerMaxBudgetMs.Int64(ms(a.MaxBudget)),
+		otelbudget.AttrServerBudgetMs.Int64(ms(a.Budget)),
+		otelbudget.AttrServerLimitedBy.String(a.Limit.String()),
+		otelbudget.AttrServerFloorMs.Int64(ms(a.Floor)),
 	)
+	if a.Refused() {
+		attrs = append(attrs, otelbudget.AttrServerRefused.Bool(true), otelbudget.AttrServerRefusal.String(a.Refusal.String()))
+	}
 	span.SetAttributes(attrs...)
 }
 
