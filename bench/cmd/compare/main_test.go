@@ -22,6 +22,7 @@ func TestScenario5Only(t *testing.T) {
 	}
 	s := out.String()
 	assert.Contains(t, s, "### Scenario 5")
-	assert.Contains(t, s, "| deadline (this) | 503 | 1 | 1, 1 | 0/1 | executed once: met |")
-	assert.Contains(t, s, "| deadline (this) | reset | 1 | 1, 1 | 0/1 | executed once: met |")
+	assert.Contains(t, s, "| deadline (this) | 503 | 1 | 1, 1 | 0/1 | 0/1 | executed once: met |")
+	assert.Contains(t, s, "| deadline (this) | reset | 1 | 1, 1 | 0/1 | 0/1 | executed once: met |")
+	assert.Contains(t, s, "| hand-written loop | 503 | 1 | 2, 2 | 1/1 | 1/1 | — |", "a replayed POST: executed twice, the caller's call succeeded")
 }
