@@ -32,6 +32,8 @@ func TestRunMetrics(t *testing.T) {
 	assert.Equal(t, 2*time.Millisecond, r.Overshoot())
 	assert.Equal(t, 3, r.Attempts())
 	assert.Equal(t, 1, r.Doomed())
+	assert.Equal(t, 1, r.DoomedWithin(FastFailLatency), "10ms left")
+	assert.Equal(t, 2, r.DoomedWithin(600*time.Millisecond), "550ms and 10ms left")
 	assert.Equal(t, 2, r.WithDeadline())
 	assert.Equal(t, 2, r.Unbounded())
 	assert.Equal(t, (50+140+2)*time.Millisecond, r.Slept())
@@ -109,6 +111,7 @@ func TestTablesRender(t *testing.T) {
 		assert.Contains(t, out, "### Scenario 2")
 		assert.Equal(t, 2+len(rs)*len(Modes), strings.Count(out, "\n|"), "header, separator and one row per library and mode")
 		assert.Contains(t, out, "zero doomed: met")
+		assert.Contains(t, out, "attempts started with < 30ms left (total)")
 	})
 }
 
