@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// number matches the figures of a cell: an optional sign, digits, an
+// number matches the figures of a cell: an optional sign (+, - or −), digits, an
 // optional fraction.
-var number = regexp.MustCompile(`[-−]?\d+(?:\.\d+)?`)
+var number = regexp.MustCompile(`[-+−]?\d+(?:\.\d+)?`)
 
 // MergeRanges folds the tables of several runs of the same scenarios into
 // one set: each cell (and each note) that differs across the runs shows the

@@ -18,6 +18,7 @@ func TestMergeCell(t *testing.T) {
 	assert.Equal(t, "1 (1) / 2", mergeCell([]string{"1 (1)", "2"}), "different texts around the figures")
 	assert.Equal(t, "0.34–4.83 ms", mergeCell([]string{"4.83 ms", "0.34 ms"}))
 	assert.Equal(t, "goal: met / goal: **missed**", mergeCell([]string{"goal: met", "goal: **missed**", "goal: met"}))
+	assert.Equal(t, "requests per run -0.004 to +0.000", mergeCell([]string{"requests per run -0.004", "requests per run +0.000"}), "a signed zero is a figure too")
 	assert.Equal(t, "failsafe-go v0.9.8", mergeCell([]string{"failsafe-go v0.9.8", "failsafe-go v0.9.8"}))
 }
 
