@@ -3,12 +3,14 @@ package peers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/failsafe-go/failsafe-go/timeout"
@@ -105,7 +107,11 @@ func (l *lastErr) load() error {
 }
 
 // buildFailsafe builds the executor for c.
-func buildFailsafe(c Call) failsafe.Executor[any] {
+func buildFailsafe(c Call) failsafe.Executor[any] { return buildFailsafeWith(c, nil) }
+
+// buildFailsafeWith builds the executor for c, letting more configure the
+// retry policy before it is built.
+func buildFailsafeWith(c Call, more func(retrypolicy.Builder[any])) failsafe.Executor[any] {
 	rp := retrypolicy.NewBuilder[any]().
 		HandleIf(func(_ any, err error) bool { return Retryable(err) || errors.Is(err, timeout.ErrExceeded) }).
 		WithMaxAttempts(c.MaxAttempts).
@@ -120,9 +126,11 @@ func buildFailsafe(c Call) failsafe.Executor[any] {
 			}
 			return -1
 		}).
-		ReturnLastFailure().
-		Build()
-	return failsafe.With[any](timeout.New[any](c.Budget), rp, timeout.New[any](c.AttemptTimeout))
+		ReturnLastFailure()
+	if more != nil {
+		more(rp)
+	}
+	return failsafe.With[any](timeout.New[any](c.Budget), rp.Build(), timeout.New[any](c.AttemptTimeout))
 }
 
 // executor returns the executor for c: the shared one, or a fresh one.
@@ -143,8 +151,13 @@ func (f Failsafe) Do(ctx context.Context, c Call, op Op) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	return runFailsafe(ctx, f.executor(c), op)
+}
+
+// runFailsafe runs op through exec under ctx.
+func runFailsafe(ctx context.Context, exec failsafe.Executor[any], op Op) error {
 	l := &lastErr{Context: ctx}
-	_, err := f.executor(c).
+	_, err := exec.
 		WithContext(l).
 		GetWithExecution(func(e failsafe.Execution[any]) (any, error) {
 			err := op(e.Context())
@@ -196,4 +209,52 @@ func (FailsafeHTTP) Send(ctx context.Context, c Call, base http.RoundTripper, me
 	}
 	resp, err := client.Do(req)
 	return drain(resp), err
+}
+
+// FailsafeBudget is [Failsafe] with a retry budget shared by every call that
+// goes through it, as failsafe-go's budget package recommends for limiting
+// retries across a system: the same composition, its retry policy built
+// WithBudget(budget.NewBuilder().WithMaxRate(MaxRate).WithMinConcurrency(MinConcurrency).Build()).
+// The budget is the state that makes it work, so one FailsafeBudget is built
+// once, with [NewFailsafeBudget], and shared by all the clients it limits.
+type FailsafeBudget struct {
+	c              Call
+	maxRate        float64
+	minConcurrency uint
+	exec           failsafe.Executor[any]
+}
+
+// NewFailsafeBudget builds the executor for c with a budget allowing at most
+// maxRate of the executions in flight to be retries, and at least
+// minConcurrency retries at once (failsafe-go's defaults: 0.2 and 3).
+func NewFailsafeBudget(c Call, maxRate float64, minConcurrency uint) (*FailsafeBudget, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if !(maxRate >= 0 && maxRate <= 1) {
+		return nil, fmt.Errorf("peers: failsafe-go budget max rate is %v, want 0 <= rate <= 1", maxRate)
+	}
+	b := budget.NewBuilder().WithMaxRate(maxRate).WithMinConcurrency(minConcurrency).Build()
+	return &FailsafeBudget{c: c, maxRate: maxRate, minConcurrency: minConcurrency,
+		exec: buildFailsafeWith(c, func(rp retrypolicy.Builder[any]) { rp.WithBudget(b) })}, nil
+}
+
+// Name returns failsafe-go's name with its budget.
+func (f *FailsafeBudget) Name() string {
+	return fmt.Sprintf("failsafe-go v0.9.8 + budget (max rate %g, min %d)", f.maxRate, f.minConcurrency)
+}
+
+// Config describes the composition.
+func (f *FailsafeBudget) Config() string {
+	return Failsafe{}.Config() + fmt.Sprintf("; retry policy WithBudget(budget max rate %g, min concurrency %d), one budget shared by every call",
+		f.maxRate, f.minConcurrency)
+}
+
+// Do runs op through the shared executor. c must be the Call the executor
+// was built for.
+func (f *FailsafeBudget) Do(ctx context.Context, c Call, op Op) error {
+	if c != f.c {
+		return fmt.Errorf("peers: FailsafeBudget built for %+v, called with %+v", f.c, c)
+	}
+	return runFailsafe(ctx, f.exec, op)
 }

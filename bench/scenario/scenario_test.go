@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/deadlinebudget/budget/bench/outage"
 	"github.com/deadlinebudget/budget/bench/peers"
 )
 
@@ -127,4 +128,22 @@ func TestPostFaultServer(t *testing.T) {
 	}
 	run := sendOnce(peers.DeadlineHTTP{}, ModeContext, peers.Scenario1(), http.MethodPost, []byte("x"), PostFault("503"))
 	assert.Equal(t, 1, run.Requests())
+}
+
+// TestOutageTable renders scenario 8 from a hand-made report: this
+// project's goal is judged against the peers only (not the hand-written
+// loop, not the no-retries reference), and a run that never recovers says so.
+func TestOutageTable(t *testing.T) {
+	rep := outage.Report{Model: "m", Results: []outage.Result{
+		{Library: peers.Deadline{}.Name(), Calls: 100, Good: 50, Requests: 120, OutageAmplification: 1.2, Recovery: 2 * time.Second, Baseline: 1},
+		{Library: peers.Failsafe{}.Name(), Calls: 100, Good: 40, Requests: 290, OutageAmplification: 2.9, Recovery: -1, Baseline: 1},
+		{Library: peers.Baseline{}.Name(), Calls: 100, Good: 90, Requests: 100, OutageAmplification: 1, Recovery: time.Second, Baseline: 1},
+		{Library: outage.NoRetries, Calls: 100, Good: 95, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
+	}}
+	var b bytes.Buffer
+	OutageTable(rep).Markdown(&b)
+	out := b.String()
+	assert.Contains(t, out, "| deadline (this) | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
+		"recovery no slower than the best peer: met; goodput ≥ every peer: met")
+	assert.Contains(t, out, "| failsafe-go v0.9.8 | 100 | 290 | 2.90× | not within the run | 40.0% |")
 }

@@ -4,6 +4,7 @@
 //	cd bench && go run ./cmd/compare          # the published run (< 3 min on 2 cores)
 //	cd bench && go run ./cmd/compare -quick   # a smoke run (< 30 s)
 //	cd bench && go run ./cmd/compare -quick -repeat 3   # ranges across 3 runs
+//	cd bench && go run ./cmd/compare -only 8   # the outage model alone (virtual time, seconds)
 //
 // The real-time scenarios (1 to 5) share one pool of runs in flight, the
 // longest first, so that their wall time overlaps; every library's runs are
@@ -151,6 +152,15 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		}
 		out = append(out, scenario.GoodputTable(rep))
 		fmt.Fprintf(log, "scenario 6: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if on("8") {
+		t0 := time.Now()
+		rep, err := outageReport()
+		if err != nil {
+			return nil, fmt.Errorf("scenario 8: %w", err)
+		}
+		out = append(out, scenario.OutageTable(rep))
+		fmt.Fprintf(log, "scenario 8: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	if on("7") {
 		t0 := time.Now()
