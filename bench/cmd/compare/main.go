@@ -131,9 +131,11 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		}
 		tables = append(tables, func() scenario.Table { return scenario.PostTable(hs, byFault, c) })
 	}
-	t0 := time.Now()
-	scenario.RunAll(o.Parallel, jobs)
-	fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
+	if len(jobs) > 0 {
+		t0 := time.Now()
+		scenario.RunAll(o.Parallel, jobs)
+		fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
+	}
 	var out []scenario.Table
 	for _, t := range tables {
 		out = append(out, t())
