@@ -242,13 +242,20 @@ func Libraries(m Model) ([]peers.Retrier, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs := peers.All()
-	out := []peers.Retrier{rs[0]}
-	// RETRY BUDGET ROW: when deadline.Policy.RetryBudget lands, add this
-	// project with its retry budget here, right after peers.Deadline{} (and
-	// name it in scenario.OutageTable's goal), so that the goals
-	// (amplification ≤ 1.25×, recovery no slower than the best peer, goodput
-	// ≥ every peer) are judged on it.
-	out = append(out, rs[1], fb)
-	return append(out, rs[2:]...), nil
+	var out []peers.Retrier
+	for _, r := range peers.All() {
+		out = append(out, r)
+		switch r.(type) {
+		case peers.Deadline:
+			// RETRY BUDGET ROW: when deadline.Policy.RetryBudget lands, add
+			// this project with its retry budget here, right after
+			// peers.Deadline{} (and name it in scenario.OutageTable's goal),
+			// so that the goals (amplification ≤ 1.25×, recovery no
+			// slower than the best peer, goodput ≥ every peer) are judged on
+			// it.
+		case peers.Failsafe:
+			out = append(out, fb)
+		}
+	}
+	return out, nil
 }
