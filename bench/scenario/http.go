@@ -46,6 +46,10 @@ type HTTPRun struct {
 	Arrivals                []time.Time // at the server
 }
 
+// Succeeded reports whether the caller's call succeeded: no error and a 2xx
+// status handed back.
+func (r *HTTPRun) Succeeded() bool { return r.Err == nil && r.Status >= 200 && r.Status < 300 }
+
 // Requests is the number of requests the server received.
 func (r *HTTPRun) Requests() int { return len(r.Arrivals) }
 
@@ -236,18 +240,22 @@ func RetryAfterWithinTable(hs []peers.HTTPClient, res HTTPResults, c peers.Call)
 // PostTable renders scenario 5 from the runs of both faults.
 func PostTable(hs []peers.HTTPClient, byFault map[string]HTTPResults, c peers.Call) Table {
 	t := Table{
-		Title:  fmt.Sprintf("Scenario 5: POST safety (a POST without Idempotency-Key whose first delivery is executed and then fails; budget %v, mode ctx)", c.Budget),
-		Header: []string{"library", "fault", "runs", "times the server executed the POST (median, max)", "runs executed more than once", "goal"},
+		Title: fmt.Sprintf("Scenario 5: POST safety (a POST without Idempotency-Key whose first delivery is executed and then fails; budget %v, mode ctx)", c.Budget),
+		Header: []string{"library", "fault", "runs", "times the server executed the POST (median, max)", "runs executed more than once",
+			"caller's call succeeded (runs)", "goal"},
 	}
 	for _, h := range hs {
 		for _, fault := range []string{"503", "reset"} {
 			runs := byFault[fault][h.Name()][ModeContext]
 			var ex ints
-			dup := 0
+			dup, ok := 0, 0
 			for _, x := range runs {
 				ex = append(ex, x.Requests())
 				if x.Requests() > 1 {
 					dup++
+				}
+				if x.Succeeded() {
+					ok++
 				}
 			}
 			goal := "—"
@@ -255,9 +263,13 @@ func PostTable(hs []peers.HTTPClient, byFault map[string]HTTPResults, c peers.Ca
 				goal = "executed once: " + verdict(ex.max() == 1)
 			}
 			t.Rows = append(t.Rows, []string{h.Name(), fault, fmt.Sprint(len(runs)), fmt.Sprintf("%d, %d", ex.median(), ex.max()),
-				fmt.Sprintf("%d/%d", dup, len(runs)), goal})
+				fmt.Sprintf("%d/%d", dup, len(runs)), fmt.Sprintf("%d/%d", ok, len(runs)), goal})
 		}
 	}
+	t.Notes = append(t.Notes, "Both columns matter: a library that replays the POST gets the second delivery's 200 and its caller's call "+
+		"succeeds, with the POST executed twice; a library that does not replay it hands the first delivery's failure back, and its caller's "+
+		"call fails although the POST took effect once (the caller must then find out, e.g. by reading the resource, or retry with an "+
+		"Idempotency-Key). Succeeded = no error and a 2xx status handed back.")
 	t.Notes = append(t.Notes, "Fault 503: the server executed the request and answered 503. Fault reset: it executed the request and reset the connection "+
 		"(RST) instead of answering. Either way the POST had already taken effect once.")
 	return t

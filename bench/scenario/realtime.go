@@ -10,8 +10,20 @@ import (
 )
 
 // DoomedBelow is the time left under which an attempt counts as doomed: it
-// cannot do useful work before the run's deadline.
+// cannot do useful work before the run's deadline. It equals this project's
+// own floor (peers.Scenario1().Floor), so the tables also count attempts
+// started with less than the operation's latency left ([Run.DoomedWithin]),
+// a threshold that owes nothing to this project's configuration.
 const DoomedBelow = 20 * time.Millisecond
+
+// FastFailLatency is how long scenario 2's operation takes to answer.
+const FastFailLatency = 30 * time.Millisecond
+
+// SlowLatency is the latency scenario 1's second doomed column uses. Its
+// operation never answers (it blocks until its context ends), so it has no
+// latency of its own; the per-attempt timeout is what the caller configured
+// an attempt to need.
+func SlowLatency(c peers.Call) time.Duration { return c.AttemptTimeout }
 
 // attemptRec is what one attempt saw.
 type attemptRec struct {
@@ -56,10 +68,15 @@ func (r *Run) Overshoot() time.Duration { return r.Return.Sub(r.Deadline) }
 func (r *Run) Attempts() int { return len(r.attempts) }
 
 // Doomed counts attempts started with less than DoomedBelow left.
-func (r *Run) Doomed() int {
+func (r *Run) Doomed() int { return r.DoomedWithin(DoomedBelow) }
+
+// DoomedWithin counts attempts started with less than d left before the
+// run's deadline: with d the operation's latency, attempts that could not
+// answer in time at their usual speed.
+func (r *Run) DoomedWithin(d time.Duration) int {
 	n := 0
 	for _, a := range r.attempts {
-		if r.Deadline.Sub(a.start) < DoomedBelow {
+		if r.Deadline.Sub(a.start) < d {
 			n++
 		}
 	}
@@ -157,7 +174,7 @@ func FastFailOp(run *Run) peers.Op {
 	return func(ctx context.Context) error {
 		i := run.begin(ctx)
 		defer run.end(i)
-		t := time.NewTimer(30 * time.Millisecond)
+		t := time.NewTimer(FastFailLatency)
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -213,18 +230,20 @@ func SlowTable(rs []peers.Retrier, res Results, c peers.Call) Table {
 		Title: fmt.Sprintf("Scenario 1: slow operation (budget %v, per-attempt %v, backoff %v..%v, ≤%d attempts, op blocks until its ctx ends)",
 			c.Budget, c.AttemptTimeout, c.BackoffBase, c.BackoffMax, c.MaxAttempts),
 		Header: []string{"library", "mode", "runs", "overshoot median", "overshoot tail", "attempts median (max)",
-			"doomed attempts (total)", "attempts whose ctx had a deadline", "attempts whose ctx outlived the run deadline", "goal"},
+			"doomed attempts (total)", fmt.Sprintf("attempts started with < %v left (total)", SlowLatency(c)),
+			"attempts whose ctx had a deadline", "attempts whose ctx outlived the run deadline", "goal"},
 	}
 	for _, r := range rs {
 		for _, m := range Modes {
 			runs := res[r.Name()][m]
 			var over Durations
-			var att, doomed, withDl, unb ints
+			var att, doomed, late, withDl, unb ints
 			total := 0
 			for _, x := range runs {
 				over = append(over, x.Overshoot())
 				att = append(att, x.Attempts())
 				doomed = append(doomed, x.Doomed())
+				late = append(late, x.DoomedWithin(SlowLatency(c)))
 				withDl = append(withDl, x.WithDeadline())
 				unb = append(unb, x.Unbounded())
 				total += x.Attempts()
@@ -235,13 +254,14 @@ func SlowTable(rs []peers.Retrier, res Results, c peers.Call) Table {
 				goal = fmt.Sprintf("overshoot ≤ %v: %s; zero doomed: %s", OvershootGoal, verdict(tv <= OvershootGoal), verdict(doomed.sum() == 0))
 			}
 			t.Rows = append(t.Rows, []string{r.Name(), m.String(), fmt.Sprint(len(runs)), ms(over.Quantile(0.5)), lbl + " " + ms(tv),
-				fmt.Sprintf("%d (%d)", att.median(), att.max()), fmt.Sprint(doomed.sum()),
+				fmt.Sprintf("%d (%d)", att.median(), att.max()), fmt.Sprint(doomed.sum()), fmt.Sprint(late.sum()),
 				fmt.Sprintf("%d/%d", withDl.sum(), total), fmt.Sprintf("%d/%d", unb.sum(), total), goal})
 		}
 	}
 	t.Notes = append(t.Notes,
 		"Overshoot = return time − the run's deadline (negative: returned early). Doomed = started with less than "+DoomedBelow.String()+
-			" left. Mode ctx: the caller's context carries the deadline and the library's own overall limit is set; mode lib: only the library's own limit.")
+			" left, which is this project's own floor; the next column uses a threshold that is not: the op never answers, so it is the "+
+			"per-attempt timeout ("+SlowLatency(c).String()+"), what the caller configured an attempt to need. Mode ctx: the caller's context carries the deadline and the library's own overall limit is set; mode lib: only the library's own limit.")
 	return t
 }
 
@@ -251,19 +271,21 @@ func FastTable(rs []peers.Retrier, res Results, c peers.Call) Table {
 		Title: fmt.Sprintf("Scenario 2: fast failures (op fails retryably after 30ms; budget %v, per-attempt %v, backoff %v..%v, ≤%d attempts)",
 			c.Budget, c.AttemptTimeout, c.BackoffBase, c.BackoffMax, c.MaxAttempts),
 		Header: []string{"library", "mode", "runs", "overshoot median", "overshoot tail", "attempts median (max)",
-			"time slept median", "sleeps into the deadline (total)", "doomed attempts (total)", "goal"},
+			"time slept median", "sleeps into the deadline (total)", "doomed attempts (total)",
+			fmt.Sprintf("attempts started with < %v left (total)", FastFailLatency), "goal"},
 	}
 	for _, r := range rs {
 		for _, m := range Modes {
 			runs := res[r.Name()][m]
 			var over, slept Durations
-			var att, into, doomed ints
+			var att, into, doomed, late ints
 			for _, x := range runs {
 				over = append(over, x.Overshoot())
 				slept = append(slept, x.Slept())
 				att = append(att, x.Attempts())
 				into = append(into, x.SleepsIntoDeadline())
 				doomed = append(doomed, x.Doomed())
+				late = append(late, x.DoomedWithin(FastFailLatency))
 			}
 			lbl, tv := tail(over)
 			goal := "—"
@@ -272,11 +294,14 @@ func FastTable(rs []peers.Retrier, res Results, c peers.Call) Table {
 					verdict(tv <= OvershootGoal), verdict(into.sum() == 0), verdict(doomed.sum() == 0))
 			}
 			t.Rows = append(t.Rows, []string{r.Name(), m.String(), fmt.Sprint(len(runs)), ms(over.Quantile(0.5)), lbl + " " + ms(tv),
-				fmt.Sprintf("%d (%d)", att.median(), att.max()), ms(slept.Quantile(0.5)), fmt.Sprint(into.sum()), fmt.Sprint(doomed.sum()), goal})
+				fmt.Sprintf("%d (%d)", att.median(), att.max()), ms(slept.Quantile(0.5)), fmt.Sprint(into.sum()), fmt.Sprint(doomed.sum()),
+				fmt.Sprint(late.sum()), goal})
 		}
 	}
 	t.Notes = append(t.Notes,
 		"Time slept = all time outside attempts, including after the last one until the library returned. A sleep into the deadline is a pause "+
-			"longer than 1ms that ended within 1ms of the deadline or after it: a sleep the run could not use.")
+			"longer than 1ms that ended within 1ms of the deadline or after it: a sleep the run could not use. Doomed = started with less than "+
+			DoomedBelow.String()+" left (this project's floor); the next column counts attempts started with less than the op's own latency ("+
+			FastFailLatency.String()+") left, which could not answer before the deadline.")
 	return t
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/deadlinebudget/budget/bench/outage"
 	"github.com/deadlinebudget/budget/bench/peers"
 )
 
@@ -32,6 +33,8 @@ func TestRunMetrics(t *testing.T) {
 	assert.Equal(t, 2*time.Millisecond, r.Overshoot())
 	assert.Equal(t, 3, r.Attempts())
 	assert.Equal(t, 1, r.Doomed())
+	assert.Equal(t, 1, r.DoomedWithin(FastFailLatency), "10ms left")
+	assert.Equal(t, 2, r.DoomedWithin(600*time.Millisecond), "550ms and 10ms left")
 	assert.Equal(t, 2, r.WithDeadline())
 	assert.Equal(t, 2, r.Unbounded())
 	assert.Equal(t, (50+140+2)*time.Millisecond, r.Slept())
@@ -109,6 +112,7 @@ func TestTablesRender(t *testing.T) {
 		assert.Contains(t, out, "### Scenario 2")
 		assert.Equal(t, 2+len(rs)*len(Modes), strings.Count(out, "\n|"), "header, separator and one row per library and mode")
 		assert.Contains(t, out, "zero doomed: met")
+		assert.Contains(t, out, "attempts started with < 30ms left (total)")
 	})
 }
 
@@ -124,4 +128,22 @@ func TestPostFaultServer(t *testing.T) {
 	}
 	run := sendOnce(peers.DeadlineHTTP{}, ModeContext, peers.Scenario1(), http.MethodPost, []byte("x"), PostFault("503"))
 	assert.Equal(t, 1, run.Requests())
+}
+
+// TestOutageTable renders scenario 8 from a hand-made report: this
+// project's goal is judged against the peers only (not the hand-written
+// loop, not the no-retries reference), and a run that never recovers says so.
+func TestOutageTable(t *testing.T) {
+	rep := outage.Report{Model: "m", Results: []outage.Result{
+		{Library: peers.Deadline{}.Name(), Calls: 100, Good: 50, Requests: 120, OutageAmplification: 1.2, Recovery: 2 * time.Second, Baseline: 1},
+		{Library: peers.Failsafe{}.Name(), Calls: 100, Good: 40, Requests: 290, OutageAmplification: 2.9, Recovery: -1, Baseline: 1},
+		{Library: peers.Baseline{}.Name(), Calls: 100, Good: 90, Requests: 100, OutageAmplification: 1, Recovery: time.Second, Baseline: 1},
+		{Library: outage.NoRetries, Calls: 100, Good: 95, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
+	}}
+	var b bytes.Buffer
+	OutageTable(rep).Markdown(&b)
+	out := b.String()
+	assert.Contains(t, out, "| deadline (this) | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
+		"recovery no slower than the best peer: met; goodput ≥ every peer: met")
+	assert.Contains(t, out, "| failsafe-go v0.9.8 | 100 | 290 | 2.90× | not within the run | 40.0% |")
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/deadlinebudget/budget/bench/goodput"
+	"github.com/deadlinebudget/budget/bench/outage"
 	"github.com/deadlinebudget/budget/bench/scenario"
 )
 
@@ -39,33 +40,56 @@ func moduleDir() (string, error) {
 // a synctest bubble (only a test can open one), and reads its JSON.
 func goodputReport(runs int) (goodput.Report, error) {
 	var rep goodput.Report
-	dir, err := moduleDir()
-	if err != nil {
+	if err := testReport("./goodput", "TestGoodputReport", "goodput", &rep, "-goodput.runs="+strconv.Itoa(runs)); err != nil {
 		return rep, err
-	}
-	f, err := os.CreateTemp("", "goodput-*.json")
-	if err != nil {
-		return rep, err
-	}
-	_ = f.Close()
-	defer os.Remove(f.Name())
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestGoodputReport$", "./goodput",
-		"-args", "-goodput.out="+f.Name(), "-goodput.runs="+strconv.Itoa(runs))
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return rep, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
-	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return rep, err
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return rep, fmt.Errorf("reading the goodput report: %w", err)
 	}
 	if len(rep.Totals) == 0 {
 		return rep, fmt.Errorf("the goodput report is empty")
 	}
 	return rep, nil
+}
+
+// outageReport runs scenario 8: TestOutageReport in package outage, in
+// synctest bubbles, and reads its JSON.
+func outageReport() (outage.Report, error) {
+	var rep outage.Report
+	if err := testReport("./outage", "TestOutageReport", "outage", &rep); err != nil {
+		return rep, err
+	}
+	if len(rep.Results) == 0 {
+		return rep, fmt.Errorf("the outage report is empty")
+	}
+	return rep, nil
+}
+
+// testReport runs test in pkg of the bench module with -<flag>.out set to a
+// temporary file and the extra arguments, and decodes the JSON it wrote
+// into v.
+func testReport(pkg, test, flag string, v any, extra ...string) error {
+	dir, err := moduleDir()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp("", flag+"-*.json")
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	defer os.Remove(f.Name())
+	args := append([]string{"test", "-count=1", "-run", "^" + test + "$", pkg, "-args", "-" + flag + ".out=" + f.Name()}, extra...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("reading the report of %s: %w", test, err)
+	}
+	return nil
 }
 
 // observerBenchmarks are otelbudget's own benchmarks in the main module:

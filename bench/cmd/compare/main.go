@@ -3,6 +3,8 @@
 //
 //	cd bench && go run ./cmd/compare          # the published run (< 3 min on 2 cores)
 //	cd bench && go run ./cmd/compare -quick   # a smoke run (< 30 s)
+//	cd bench && go run ./cmd/compare -quick -repeat 3   # ranges across 3 runs
+//	cd bench && go run ./cmd/compare -only 8   # the outage model alone (virtual time, seconds)
 //
 // The real-time scenarios (1 to 5) share one pool of runs in flight, the
 // longest first, so that their wall time overlaps; every library's runs are
@@ -37,6 +39,7 @@ func run(args []string, out, log io.Writer) error {
 	runs := fs.Int("runs", 0, "repetitions per library and mode in the real-time scenarios (default 20, 3 with -quick)")
 	parallel := fs.Int("parallel", 16, "real-time runs in flight at once (they sleep, they do not compute)")
 	only := fs.String("only", "", "comma-separated scenario numbers to run (default: all)")
+	repeat := fs.Int("repeat", 1, "run the whole comparison this many times and print each cell's range (min–max) across the runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,10 +61,41 @@ func run(args []string, out, log io.Writer) error {
 	}
 	on := func(n string) bool { return len(want) == 0 || want[n] }
 
-	fmt.Fprintf(out, "<!-- %s -->\n", strings.TrimSpace("cd bench && go run ./cmd/compare "+strings.Join(args, " ")))
-	fmt.Fprintf(out, "Run: %s, %s/%s, %d CPUs (%s), GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight.\n\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
+	if *repeat < 1 {
+		return fmt.Errorf("-repeat is %d, want >= 1", *repeat)
+	}
 
+	fmt.Fprintf(out, "<!-- %s -->\n", strings.TrimSpace("cd bench && go run ./cmd/compare "+strings.Join(args, " ")))
+	fmt.Fprintf(out, "Run: %s, %s/%s, %d CPUs (%s), clock source %s, GOMAXPROCS %d; real-time scenarios: %d runs per library and mode, %d in flight",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), clockSource(), runtime.GOMAXPROCS(0), o.Runs, o.Parallel)
+	if *repeat > 1 {
+		fmt.Fprintf(out, "; the whole comparison run %d times in a row, each cell giving the range (min–max) of its figures across the runs", *repeat)
+	}
+	fmt.Fprint(out, ".\n\n")
+
+	var all [][]scenario.Table
+	for i := range *repeat {
+		if *repeat > 1 {
+			fmt.Fprintf(log, "run %d of %d\n", i+1, *repeat)
+		}
+		tables, err := once(o, on, *quick, log)
+		if err != nil {
+			return err
+		}
+		all = append(all, tables)
+	}
+	merged, err := scenario.MergeRanges(all)
+	if err != nil {
+		return err
+	}
+	for _, t := range merged {
+		t.Markdown(out)
+	}
+	return nil
+}
+
+// once runs the selected scenarios one time and returns their tables.
+func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) ([]scenario.Table, error) {
 	rs, hs := peers.All(), peers.AllHTTP()
 	c, c3, c4 := peers.Scenario1(), scenario.Scenario3(), scenario.Scenario4()
 	var tables []func() scenario.Table
@@ -97,47 +131,68 @@ func run(args []string, out, log io.Writer) error {
 		}
 		tables = append(tables, func() scenario.Table { return scenario.PostTable(hs, byFault, c) })
 	}
-	t0 := time.Now()
-	scenario.RunAll(o.Parallel, jobs)
-	fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
+	if len(jobs) > 0 {
+		t0 := time.Now()
+		scenario.RunAll(o.Parallel, jobs)
+		fmt.Fprintf(log, "real-time scenarios: %d runs in %v\n", len(jobs), time.Since(t0).Round(time.Millisecond))
+	}
+	var out []scenario.Table
 	for _, t := range tables {
-		t().Markdown(out)
+		out = append(out, t())
 	}
 	// The CPU-bound scenarios run after the real-time ones, so that neither
 	// disturbs the other.
 	if on("6") {
 		runs := 10000
-		if *quick {
+		if quick {
 			runs = 1000
 		}
 		t0 := time.Now()
 		rep, err := goodputReport(runs)
 		if err != nil {
-			return fmt.Errorf("scenario 6: %w", err)
+			return nil, fmt.Errorf("scenario 6: %w", err)
 		}
-		scenario.GoodputTable(rep).Markdown(out)
+		out = append(out, scenario.GoodputTable(rep))
 		fmt.Fprintf(log, "scenario 6: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if on("8") {
+		t0 := time.Now()
+		rep, err := outageReport()
+		if err != nil {
+			return nil, fmt.Errorf("scenario 8: %w", err)
+		}
+		out = append(out, scenario.OutageTable(rep))
+		fmt.Fprintf(log, "scenario 8: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	if on("7") {
 		t0 := time.Now()
 		benchtime, rounds := "300ms", 5
-		if *quick {
+		if quick {
 			benchtime, rounds = "50ms", 3
 		}
 		testing.Init()
 		if err := flag.CommandLine.Set("test.benchtime", benchtime); err != nil {
-			return err
+			return nil, err
 		}
-		scenario.OverheadTable(scenario.Overhead(rs, rounds)).Markdown(out)
+		out = append(out, scenario.OverheadTable(scenario.Overhead(peers.All(), rounds)))
 		obs, err := observerBench(benchtime, rounds)
 		if err != nil {
-			fmt.Fprintf(out, "Observer overhead not measured: %v\n\n", err)
-		} else {
-			obs.Markdown(out)
+			obs.Notes = append(obs.Notes, fmt.Sprintf("Observer overhead not measured: %v", err))
 		}
+		out = append(out, obs)
 		fmt.Fprintf(log, "scenario 7: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
-	return nil
+	return out, nil
+}
+
+// clockSource returns the kernel's current clock source (tsc, kvm-clock,
+// hpet, ...), which sets the cost of reading the time, or "unknown".
+func clockSource() string {
+	b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo, or "unknown CPU".

@@ -1,0 +1,117 @@
+package outage
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/deadlinebudget/budget/bench/peers"
+)
+
+var reportOut = flag.String("outage.out", "", "TestOutageReport: write every library's result as JSON to this file (no file: the test is skipped)")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestOutageReport produces the outage table's data. It runs only when
+// -outage.out is given, as cmd/compare does.
+func TestOutageReport(t *testing.T) {
+	if *reportOut == "" {
+		t.Skip("run by cmd/compare with -outage.out")
+	}
+	m := Default()
+	rs, err := Libraries(m)
+	require.NoError(t, err)
+	rep := Report{Model: m.String()}
+	for _, r := range rs {
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Simulate(r, m)
+			require.NoError(t, err)
+			rep.Results = append(rep.Results, res)
+		})
+	}
+	// Reference: a client that never retries, to show that the server does
+	// recover when the offered load falls under its capacity.
+	synctest.Test(t, func(t *testing.T) {
+		m1 := m
+		m1.Call.MaxAttempts = 1
+		res, err := Simulate(peers.Baseline{}, m1)
+		require.NoError(t, err)
+		res.Library = NoRetries
+		rep.Results = append(rep.Results, res)
+	})
+	b, err := json.MarshalIndent(rep, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(*reportOut, b, 0o644))
+}
+
+// small is a model that runs quickly: 20 clients on capacity 25.
+func small() Model {
+	m := Default()
+	m.Clients, m.Capacity = 20, 25
+	m.Warmup, m.Outage, m.After = 3*time.Second, 3*time.Second, 10*time.Second
+	return m
+}
+
+// TestNoRetryRecovers checks the model on a client that never retries: it
+// sends exactly one request per call and loses the outage; after it, the
+// queue of 2s that the outage left drains at capacity minus load (25 − 20
+// requests/s, 10s for 50 requests), and goodput comes back once a request
+// waits less than an attempt may (400ms): about 8s after the outage.
+func TestNoRetryRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := small()
+		m.Call.MaxAttempts = 1
+		res, err := Simulate(peers.Baseline{}, m)
+		require.NoError(t, err)
+		assert.InDelta(t, 1.0, res.Baseline, 0.001, "80%% load, evenly spread: every call succeeds")
+		assert.InDelta(t, 1.0, res.OutageAmplification, 0.001)
+		assert.Equal(t, 20*16, res.Calls)
+		for i := 3; i < 6; i++ {
+			assert.Zero(t, res.Seconds[i].Good, "second %d is in the outage", i)
+		}
+		assert.GreaterOrEqual(t, res.Recovery, 7*time.Second, "seconds: %+v", res.Seconds)
+		assert.LessOrEqual(t, res.Recovery, 9*time.Second, "seconds: %+v", res.Seconds)
+	})
+}
+
+// TestRetryStormIsMetastable checks the model's point: the hand-written
+// loop's three attempts per call triple the load in the outage, and after
+// it the queue holds requests that wait longer than an attempt may, so
+// goodput does not come back although the server is up.
+func TestRetryStormIsMetastable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		res, err := Simulate(peers.Baseline{}, small())
+		require.NoError(t, err)
+		assert.Greater(t, res.OutageAmplification, 2.0)
+		assert.Equal(t, time.Duration(-1), res.Recovery, "seconds: %+v", res.Seconds)
+	})
+}
+
+func TestValidate(t *testing.T) {
+	m := Default()
+	m.Capacity = 0
+	_, err := Simulate(peers.Baseline{}, m)
+	assert.ErrorContains(t, err, "Capacity is 0")
+	m = Default()
+	m.Call.MaxAttempts = 0
+	assert.ErrorContains(t, m.Validate(), "MaxAttempts")
+	assert.NoError(t, Default().Validate())
+}
+
+// TestLibraries checks the rows of scenario 8: this project first, then
+// failsafe-go followed by its budgeted form, then the other libraries.
+func TestLibraries(t *testing.T) {
+	rs, err := Libraries(Default())
+	require.NoError(t, err)
+	require.Len(t, rs, len(peers.All())+1)
+	assert.Equal(t, peers.Deadline{}.Name(), rs[0].Name())
+	assert.Equal(t, peers.Failsafe{}.Name(), rs[1].Name())
+	assert.Contains(t, rs[2].Name(), "+ budget")
+}
