@@ -168,9 +168,10 @@ func (b *RetryBudget) withdraw() (bool, int) {
 }
 
 // epoch is the number of the current bucket since the budget's origin,
-// truncated to 32 bits.
+// truncated to 32 bits. A clock behind the origin (a budget built outside a
+// testing/synctest bubble and used inside it) counts as the origin.
 func (b *RetryBudget) epoch() uint32 {
-	return uint32(time.Since(b.origin) / b.bucket)
+	return uint32(max(time.Since(b.origin), 0) / b.bucket)
 }
 
 // balance is the allowance of the window ending in bucket e less its

@@ -380,3 +380,15 @@ func BenchmarkRetryBudgetBalance(b *testing.B) {
 }
 
 var sinkInt int
+
+// A budget whose clock reads before its origin (built outside a synctest
+// bubble, used inside) still counts, at its first bucket.
+func TestRetryBudgetClockBeforeOrigin(t *testing.T) {
+	b := newBudget(t, deadline.WithRetryRatio(1), deadline.WithMinRetryRate(0))
+	synctest.Test(t, func(t *testing.T) {
+		firstAttempts(t, b, 2)
+		assert.Equal(t, 2, b.Balance())
+		b.Charge(2)
+		assert.Equal(t, 0, b.Balance())
+	})
+}
