@@ -262,14 +262,15 @@ func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration
 	// The retry budget is asked only for a retry that fits, and before the
 	// sleep: a token is never spent on a retry that cannot start, and a
 	// retry that will be denied never sleeps.
-	budget, allowed := r.p.RetryBudget != nil && fits, true
+	budget, allowed, balance := r.p.RetryBudget != nil && fits, true, 0
 	if budget {
-		allowed, r.balance = r.p.RetryBudget.withdraw()
+		allowed, balance = r.p.RetryBudget.withdraw()
+		r.balance = balance
 	}
 	if r.h != nil && r.h.Backoff != nil {
 		r.h.Backoff(ctx, BackoffInfo{
 			Name: r.p.Name, Attempt: n, Delay: wait, Source: src, RetryAfter: asked, Remaining: remaining, Fits: fits,
-			RetryBudget: budget, RetryDenied: !allowed, RetryBalance: r.balance,
+			RetryBudget: budget, RetryDenied: !allowed, RetryBalance: balance,
 		})
 	}
 	switch {

@@ -285,6 +285,20 @@ func TestDoRetryBudgetAskedOnlyForARetryThatFits(t *testing.T) {
 		assert.False(t, rec.backoff[0].RetryBudget)
 		assert.False(t, rec.backoff[0].RetryDenied)
 
+		// After a retry the budget allowed, a wait that does not fit
+		// reports no balance: the budget was not asked.
+		p.MaxAttempts = 3
+		p.Backoff = deadline.Backoff{Base: 100 * time.Millisecond, Max: 400 * time.Millisecond, Jitter: deadline.JitterNone}
+		rich := newBudget(t, deadline.WithRetryRatio(0), deadline.WithMinRetryRate(5), deadline.WithRetryWindow(time.Second))
+		p.RetryBudget = rich
+		rec.backoff = nil
+		_, err = deadline.Do(context.Background(), deadline.New(250*time.Millisecond), p, fail(deadline.Retryable(errFlaky)))
+		assert.Equal(t, deadline.ReasonBackoffTooLong, stopErr(err).Reason)
+		require.Len(t, rec.backoff, 2)
+		assert.Equal(t, []int{4, 0}, []int{rec.backoff[0].RetryBalance, rec.backoff[1].RetryBalance})
+		assert.False(t, rec.backoff[1].RetryBudget)
+		p.RetryBudget, p.MaxAttempts, p.Backoff = b, 2, deadline.Backoff{Base: time.Second, Max: time.Second, Jitter: deadline.JitterNone}
+
 		p.Backoff = deadline.Backoff{}
 		_, err = deadline.Do(context.Background(), deadline.New(time.Second), p, fail(errFatal))
 		assert.Equal(t, deadline.ReasonNotRetryable, stopErr(err).Reason)
