@@ -168,7 +168,9 @@ func (b *RetryBudget) withdraw() (bool, int) {
 }
 
 // epoch is the number of the current bucket since the budget's origin,
-// truncated to 32 bits. A clock behind the origin (a budget built outside a
+// truncated to 32 bits: after 2³² buckets (136 years of the default 1s
+// buckets, 50 days of 1ms ones) a bucket idle for exactly that long would
+// be counted again, for at most a window. A clock behind the origin (a budget built outside a
 // testing/synctest bubble and used inside it) counts as the origin.
 func (b *RetryBudget) epoch() uint32 {
 	return uint32(max(time.Since(b.origin), 0) / b.bucket)
@@ -197,6 +199,12 @@ func count(w uint64, e uint32) uint64 {
 	return 0
 }
 
+// staleWriter bounds how far behind the bucket's epoch a writer may be for
+// add to drop its count rather than reset the bucket: far enough for a
+// goroutine descheduled across a window, far below 2³¹ so that a bucket
+// idle for that many epochs (25 days of 1ms buckets) is reset, not frozen.
+const staleWriter = 1 << 16
+
 // add adds delta to the count of bucket e in ring, the bucket being reset
 // first if it still holds an older epoch. A negative delta (an undo) does
 // nothing once the bucket has moved on, and never takes the count below 0;
@@ -209,9 +217,10 @@ func add(ring *[retryBuckets]atomic.Uint64, e uint32, delta int) {
 		switch we := uint32(w >> 32); {
 		case we == e:
 			c = w & math.MaxUint32
-		case delta < 0 || int32(we-e) > 0:
+		case delta < 0 || we-e < staleWriter:
 			// An undo after the bucket moved on, or a writer that read the
-			// clock a whole window ago: the count it meant has expired.
+			// clock a whole window ago and finds its bucket already reused
+			// for a later epoch: the count it meant has expired.
 			return
 		}
 		switch {

@@ -406,3 +406,25 @@ func TestRetryBudgetClockBeforeOrigin(t *testing.T) {
 		assert.Equal(t, 0, b.Balance())
 	})
 }
+
+// Bucket numbers are 32 bits: past 2³¹ buckets (25 days of 1ms buckets)
+// the budget still counts, in every bucket, used before or not.
+func TestRetryBudgetLongRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBudget(t, deadline.WithRetryRatio(1), deadline.WithMinRetryRate(0), deadline.WithRetryWindow(10*time.Millisecond))
+		fill := func() {
+			for i := range 10 {
+				firstAttempts(t, b, 1)
+				assert.Equal(t, i+1, b.Balance(), "bucket %d", i)
+				time.Sleep(time.Millisecond)
+			}
+		}
+		fill()
+		time.Sleep(1<<31*time.Millisecond + 3*time.Millisecond)
+		assert.Equal(t, 0, b.Balance())
+		fill()
+		time.Sleep(1 << 30 * time.Millisecond)
+		assert.Equal(t, 0, b.Balance())
+		fill()
+	})
+}
