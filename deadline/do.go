@@ -43,7 +43,11 @@ import (
 // error carries one ([RetryAfter]; never shortened), else p.Backoff's
 // jittered delay. A wait that is not shorter than remaining - p.Floor is not
 // taken: the call stops at once with [ReasonRetryAfterTooLong] or
-// [ReasonBackoffTooLong]. The wait ends early if ctx ends.
+// [ReasonBackoffTooLong]. Then, when p.RetryBudget is set, the retry asks
+// it for a token before any sleep: a denied retry is not taken, and the call
+// stops at once with [ReasonRetryBudget] (a retry that would be denied never
+// sleeps first). Every first attempt that starts is counted in
+// p.RetryBudget as a deposit. The wait ends early if ctx ends.
 //
 // Every StopError keeps the attempts made and the last attempt's error, so
 // errors.Is(err, lastErr) holds. A nil ctx, a zero d, an invalid policy or a
@@ -100,6 +104,9 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 		if cause == nil {
 			return zero, r.stop(ctx, ReasonRefused, 0)
 		}
+		if n == 1 && r.p.RetryBudget != nil {
+			r.p.RetryBudget.deposit()
+		}
 		v, err := attempt(ctx, &r, &a, cause, op)
 		if err == nil {
 			if r.h != nil {
@@ -128,6 +135,7 @@ type run struct {
 	retry           bool
 	ceilingTimeouts int
 	deadlineCuts    int
+	balance         int // the retry budget's balance when it denied a retry
 	done            bool
 }
 
@@ -251,14 +259,27 @@ func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration
 	}
 	remaining := time.Until(r.end)
 	fits := wait == 0 || wait < remaining-r.p.Floor
-	if r.h != nil && r.h.Backoff != nil {
-		r.h.Backoff(ctx, BackoffInfo{Name: r.p.Name, Attempt: n, Delay: wait, Source: src, RetryAfter: asked, Remaining: remaining, Fits: fits})
+	// The retry budget is asked only for a retry that fits, and before the
+	// sleep: a token is never spent on a retry that cannot start, and a
+	// retry that will be denied never sleeps.
+	budget, allowed, balance := r.p.RetryBudget != nil && fits, true, 0
+	if budget {
+		allowed, balance = r.p.RetryBudget.withdraw()
+		r.balance = balance
 	}
-	if !fits {
-		if src == SourceRetryAfter {
-			return ReasonRetryAfterTooLong, wait
-		}
+	if r.h != nil && r.h.Backoff != nil {
+		r.h.Backoff(ctx, BackoffInfo{
+			Name: r.p.Name, Attempt: n, Delay: wait, Source: src, RetryAfter: asked, Remaining: remaining, Fits: fits,
+			RetryBudget: budget, RetryDenied: !allowed, RetryBalance: balance,
+		})
+	}
+	switch {
+	case !fits && src == SourceRetryAfter:
+		return ReasonRetryAfterTooLong, wait
+	case !fits:
 		return ReasonBackoffTooLong, wait
+	case !allowed:
+		return ReasonRetryBudget, 0
 	}
 	if wait <= 0 {
 		return ReasonSuccess, 0
@@ -281,10 +302,14 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 	var err error
 	remaining := time.Until(r.end)
 	if reason != ReasonSuccess {
-		err = &StopError{
+		se := &StopError{
 			Name: r.p.Name, Reason: reason, Attempts: r.attempts, Last: r.last,
 			Remaining: remaining, Floor: r.p.Floor, Wait: wait,
 		}
+		if reason == ReasonRetryBudget {
+			se.Balance = r.balance
+		}
+		err = se
 	}
 	r.done = true
 	if r.h != nil && r.h.CallEnd != nil {

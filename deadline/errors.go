@@ -25,6 +25,12 @@ func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 func (e *timeoutError) ErrorType() string    { return e.typ }
 
+// reasonError is a sentinel with an error.type of its own.
+type reasonError struct{ msg, typ string }
+
+func (e *reasonError) Error() string     { return e.msg }
+func (e *reasonError) ErrorType() string { return e.typ }
+
 // canceledError is a sentinel that also matches context.Canceled.
 type canceledError struct{ msg string }
 
@@ -71,6 +77,12 @@ var (
 	// the policy allows failed with a retryable error.
 	ErrAttemptsExhausted = errors.New("deadline: attempts exhausted")
 
+	// ErrRetryBudgetExhausted is the sentinel of [ReasonRetryBudget]: the
+	// policy's shared [RetryBudget] denied the retry. It does not match
+	// context.DeadlineExceeded: the time budget was not spent. Its
+	// ErrorType is "retry_budget_exhausted".
+	ErrRetryBudgetExhausted error = &reasonError{"deadline: retry budget exhausted", "retry_budget_exhausted"}
+
 	// ErrInvalidPolicy is matched by every [PolicyError].
 	ErrInvalidPolicy = errors.New("deadline: invalid policy")
 )
@@ -91,6 +103,7 @@ const (
 	ReasonDeadline                        // the shared deadline ended an attempt
 	ReasonCanceled                        // the caller's context was canceled
 	ReasonPanic                           // the operation panicked (hooks only)
+	ReasonRetryBudget                     // the shared retry budget denied the retry
 )
 
 var reasonNames = [...]string{
@@ -103,6 +116,7 @@ var reasonNames = [...]string{
 	ReasonDeadline:          "deadline_exceeded",
 	ReasonCanceled:          "canceled",
 	ReasonPanic:             "panic",
+	ReasonRetryBudget:       "retry_budget_exhausted",
 }
 
 // String returns the reason's stable snake_case name.
@@ -113,8 +127,10 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
 
-// Budget reports whether the reason means the budget, not the operation,
-// ended the call (refused, backoff or Retry-After too long, deadline).
+// Budget reports whether the reason means the time budget, not the
+// operation, ended the call (refused, backoff or Retry-After too long,
+// deadline). [ReasonRetryBudget] is not one: the shared retry budget, not
+// the deadline, stopped the retries, with time left.
 func (r Reason) Budget() bool {
 	switch r {
 	case ReasonRefused, ReasonBackoffTooLong, ReasonRetryAfterTooLong, ReasonDeadline:
@@ -141,6 +157,8 @@ func (r Reason) Sentinel() error {
 		return ErrDeadlineReached
 	case ReasonCanceled:
 		return ErrCanceled
+	case ReasonRetryBudget:
+		return ErrRetryBudgetExhausted
 	}
 	return nil
 }
@@ -159,6 +177,9 @@ type StopError struct {
 	Remaining time.Duration // budget left when the call stopped
 	Floor     time.Duration // the policy's floor
 	Wait      time.Duration // the sleep that did not fit (backoff or Retry-After), else 0
+	// Balance is the retry budget's balance when it denied the retry
+	// ([ReasonRetryBudget]; 0 or less), else 0.
+	Balance int
 }
 
 // Error says what stopped the call, what was asked and what was left, then
@@ -186,6 +207,8 @@ func (e *StopError) Error() string {
 		s = "attempts exhausted"
 	case ReasonNotRetryable:
 		s = "not retryable"
+	case ReasonRetryBudget:
+		s = fmt.Sprintf("retry budget exhausted (balance %d)", e.Balance)
 	default:
 		s = e.Reason.String()
 	}

@@ -41,7 +41,7 @@ func TestSentinelErrorTypes(t *testing.T) {
 	}
 	// Each budget reason's sentinel names the reason itself.
 	for _, r := range []deadline.Reason{deadline.ReasonRefused, deadline.ReasonBackoffTooLong,
-		deadline.ReasonRetryAfterTooLong, deadline.ReasonCanceled} {
+		deadline.ReasonRetryAfterTooLong, deadline.ReasonCanceled, deadline.ReasonRetryBudget} {
 		et, ok := r.Sentinel().(errorTyper)
 		if assert.True(t, ok, "%s sentinel has ErrorType", r) {
 			assert.Equal(t, r.String(), et.ErrorType())

@@ -149,3 +149,35 @@ func ExampleWithHooks() {
 	// attempt 1 of extract
 	// extract not_retryable after 1 attempt(s)
 }
+
+// One retry budget per downstream, shared by every call to it: during an
+// outage, retries stay within 20 % of first attempts (plus a floor rate)
+// whatever the number of callers, and a denied retry stops the call at once,
+// keeping the last error.
+func ExampleNewRetryBudget() {
+	budget, err := deadline.NewRetryBudget(deadline.WithRetryRatio(0.2), deadline.WithMinRetryRate(0))
+	if err != nil {
+		panic(err)
+	}
+	p := deadline.Policy{Name: "inventory", MaxAttempts: 3, RetryBudget: budget}
+	down := func(context.Context, deadline.AttemptInfo) (string, error) {
+		return "", deadline.Retryable(errors.New("503 Service Unavailable"))
+	}
+	attempts, denied := 0, 0
+	for i := range 10 {
+		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, down)
+		var stop *deadline.StopError
+		errors.As(err, &stop)
+		attempts += stop.Attempts
+		if errors.Is(err, deadline.ErrRetryBudgetExhausted) {
+			denied++
+			if i == 0 {
+				fmt.Println(err)
+			}
+		}
+	}
+	fmt.Printf("10 calls: %d attempts sent (a loop without the budget sends 30), %d retries denied\n", attempts, denied)
+	// Output:
+	// inventory: retry budget exhausted (balance 0) (after 1 attempt): 503 Service Unavailable
+	// 10 calls: 12 attempts sent (a loop without the budget sends 30), 10 retries denied
+}

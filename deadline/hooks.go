@@ -142,6 +142,18 @@ type BackoffInfo struct {
 	RetryAfter time.Duration // the delay the server asked for; 0 if none
 	Remaining  time.Duration // budget left when it was chosen
 	Fits       bool          // false: it does not fit and the call stops now
+	// RetryBudget is true when the policy's [RetryBudget] was asked for
+	// the retry: it has one and the wait fits (a wait that does not fit
+	// stops the call without asking, so no token is spent for nothing).
+	RetryBudget bool
+	// RetryDenied is true when the retry budget denied the retry: the call
+	// stops now with [ReasonRetryBudget], without sleeping. The retry
+	// follows only when Fits is true and RetryDenied is false.
+	RetryDenied bool
+	// RetryBalance is the retry budget's balance after its decision: the
+	// retries it would still allow (0 or less when it denied this one);
+	// 0 when RetryBudget is false.
+	RetryBalance int
 }
 
 // CallResult describes how a call ended.
@@ -193,7 +205,8 @@ type Hooks struct {
 	AttemptEnd func(ctx context.Context, a AttemptInfo, r AttemptResult)
 
 	// Backoff is called after a failed attempt that will be retried if the
-	// wait fits, with the wait chosen and whether it fits.
+	// wait fits and the retry budget, if any, allows it, with the wait
+	// chosen, whether it fits and the retry budget's answer.
 	Backoff func(ctx context.Context, b BackoffInfo)
 
 	// CallEnd is called once when the call ends, also on a panic.

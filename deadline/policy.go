@@ -49,6 +49,19 @@ type Policy struct {
 	// by their own ceiling ([AttemptTimeoutError]), are retried.
 	Retryable func(error) bool
 
+	// RetryBudget, when set, is the budget of retries this policy shares
+	// with every other policy that holds the same one, typically one per
+	// downstream (see [RetryBudget]). The first attempt of every call is
+	// counted as a deposit, and every retry asks it for a token: once the
+	// retry is decided (the error is retryable, attempts remain and the
+	// wait fits in what is left above the floor) and before any sleep. A
+	// denied retry is not taken and the call stops at once with
+	// [ReasonRetryBudget], keeping the last error. A retry canceled during
+	// its wait keeps its token. Nil (the default): no retry budget, and
+	// Do's cost is unchanged. A RetryBudget not built by [NewRetryBudget]
+	// makes the policy invalid.
+	RetryBudget *RetryBudget
+
 	// Rand draws the backoff jitter: it returns a uniform value in [0, n),
 	// like (*rand.Rand).Int64N. Nil uses math/rand/v2's global source. Set a
 	// seeded source for reproducible runs; it must be safe for concurrent
@@ -116,6 +129,8 @@ func (p *Policy) validate() error {
 		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("> 0 when Policy.Backoff.Max is set (%s); set Base to the first backoff, or Max to 0 for none", readable(p.Backoff.Max))}
 	case p.Backoff.Jitter > JitterNone:
 		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
+	case p.RetryBudget != nil && p.RetryBudget.bucket == 0:
+		return &PolicyError{"Policy.RetryBudget", "RetryBudget{}", "nil or a budget from NewRetryBudget"}
 	}
 	return nil
 }

@@ -63,6 +63,17 @@ type propCase struct {
 	backoff     deadline.Backoff
 	draw        int64 // Policy.Rand returns whole milliseconds picked by draw
 	ops         [4]propOp
+	retryBudget propBudget // the policy's retry budget, built as the call starts
+}
+
+// propBudget is a case's retry budget: none when window is 0. Its window
+// is a multiple of 10ms, so that its buckets (a tenth of it) are on the
+// grid.
+type propBudget struct {
+	window   time.Duration
+	quarters int // the ratio, in quarters: 0 to 4
+	minRate  int // retries per second
+	charge   int // charged when the budget is built
 }
 
 // String prints the case as a Go literal, ready to paste into
@@ -79,7 +90,11 @@ func (c propCase) String() string {
 		}
 		fmt.Fprintf(&b, "{dur: %s, coop: %t, outcome: %s, retryAfter: %s}", lit(op.dur), op.coop, propOutcomeNames[op.outcome], lit(op.retryAfter))
 	}
-	b.WriteString("}}")
+	b.WriteString("}")
+	if rb := c.retryBudget; rb.window > 0 {
+		fmt.Fprintf(&b, ", retryBudget: propBudget{window: %s, quarters: %d, minRate: %d, charge: %d}", lit(rb.window), rb.quarters, rb.minRate, rb.charge)
+	}
+	b.WriteString("}")
 	return b.String()
 }
 
@@ -169,6 +184,12 @@ func genPropCase(i int) propCase {
 			op.retryAfter = ms(0, 400)
 		}
 	}
+	// Drawn last, so that the cases without a budget stay what they were.
+	if chance(0.4) {
+		c.retryBudget = propBudget{
+			window: 10 * ms(1, 60), quarters: r.IntN(5), minRate: []int{0, 0, 5, 10}[r.IntN(4)], charge: r.IntN(3),
+		}
+	}
 	return c
 }
 
@@ -204,6 +225,9 @@ func (c propCase) model() propResult {
 		res.Verdict = modelVerdict(reason, res.CeilingTimeouts)
 		return res
 	}
+	rb := c.retryBudget
+	var taken []time.Duration // the retries the budget granted, when
+	deposited := false
 	now := time.Duration(0)
 	for n := 1; ; n++ {
 		// Before each attempt: canceled? refused?
@@ -221,6 +245,9 @@ func (c propCase) model() propResult {
 			granted, limited = c.ceiling, deadline.LimitCeiling
 		}
 		limit := now + granted
+		if n == 1 {
+			deposited = true // at time 0: a first attempt starts at once
+		}
 		res.Attempts = n
 		res.Granted = append(res.Granted, granted)
 		res.Limited = append(res.Limited, limited)
@@ -289,11 +316,44 @@ func (c propCase) model() propResult {
 			}
 			return stop(deadline.ReasonBackoffTooLong, ret)
 		}
+		// The retry budget is asked for a retry that fits, before the
+		// sleep.
+		if rb.window > 0 {
+			if rb.balance(ret, deposited, taken) < 1 {
+				return stop(deadline.ReasonRetryBudget, ret)
+			}
+			taken = append(taken, ret)
+		}
 		if wait > 0 && cancel < ret+wait {
 			return stop(deadline.ReasonCanceled, max(ret, cancel))
 		}
 		now = ret + wait
 	}
+}
+
+// balance is the retries the budget allows at instant at (since it was
+// built): ratio × the first attempts counted + minRate × window, rounded
+// down, less the retries taken and the charge, counting only what happened
+// in the buckets of the window that ends in at's bucket (a bucket is a
+// tenth of the window; the deposit and the charge are at instant 0).
+func (b propBudget) balance(at time.Duration, deposited bool, taken []time.Duration) int {
+	bucket := b.window / 10
+	inWindow := func(t time.Duration) bool { return at/bucket-t/bucket < 10 }
+	dep, wd := 0, 0
+	if inWindow(0) {
+		wd = b.charge
+		if deposited {
+			dep = 1
+		}
+	}
+	for _, t := range taken {
+		if inWindow(t) {
+			wd++
+		}
+	}
+	// In 4000ths of a retry: quarters × dep / 4 + minRate × window ms / 1000.
+	allow := (b.quarters*dep*1000 + b.minRate*int(b.window/time.Millisecond)*4) / 4000
+	return allow - wd
 }
 
 // delay is the documented backoff: cap = min(Max, Base·2^(n-1)); full
@@ -326,6 +386,8 @@ func modelVerdict(reason deadline.Reason, ceilingTimeouts int) deadline.Verdict 
 		return deadline.VerdictCanceled
 	case reason == deadline.ReasonRetryAfterTooLong:
 		return deadline.VerdictThrottled
+	case reason == deadline.ReasonRetryBudget:
+		return deadline.VerdictRetriesThrottled
 	case ceilingTimeouts > 0:
 		return deadline.VerdictTooSlow
 	case reason == deadline.ReasonDeadline, reason == deadline.ReasonRefused, reason == deadline.ReasonBackoffTooLong:
@@ -350,8 +412,19 @@ func (c propCase) run() (propResult, error) {
 	if c.cancelAt > 0 {
 		defer time.AfterFunc(c.cancelAt, cancel).Stop()
 	}
+	var rb *deadline.RetryBudget
+	if b := c.retryBudget; b.window > 0 {
+		var err error
+		rb, err = deadline.NewRetryBudget(deadline.WithRetryWindow(b.window),
+			deadline.WithRetryRatio(float64(b.quarters)/4), deadline.WithMinRetryRate(float64(b.minRate)))
+		if err != nil {
+			return res, err
+		}
+		rb.Charge(b.charge)
+	}
 	p := deadline.Policy{
-		Name: "prop", MaxAttempts: c.maxAttempts, AttemptTimeout: c.ceiling, Floor: c.floor,
+		RetryBudget: rb,
+		Name:        "prop", MaxAttempts: c.maxAttempts, AttemptTimeout: c.ceiling, Floor: c.floor,
 		Backoff: c.backoff, Rand: c.rand,
 		Hooks: &deadline.Hooks{
 			AttemptEnd: func(_ context.Context, a deadline.AttemptInfo, r deadline.AttemptResult) {
@@ -411,14 +484,21 @@ func (c propCase) run() (propResult, error) {
 // random cases. Each bubble is a subtest: synctest.Test ends a failed test
 // with FailNow, and the other bubbles should still run.
 func TestDoProperty(t *testing.T) {
-	ran, failures := 0, 0
+	ran, failures, budgeted, denied := 0, 0, 0, 0
 	for b := range propBubbles {
 		first := b * propPerBubble
 		t.Run(fmt.Sprintf("cases %d-%d", first, first+propPerBubble-1), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				for i := first; i < first+propPerBubble && failures < 10; i++ {
 					ran++
-					if !checkPropCase(t, genPropCase(i)) {
+					c := genPropCase(i)
+					if c.retryBudget.window > 0 {
+						budgeted++
+						if c.model().Reason == deadline.ReasonRetryBudget {
+							denied++
+						}
+					}
+					if !checkPropCase(t, c) {
 						t.Logf("case %d (seed %#x)", i, propSeed)
 						failures++
 					}
@@ -426,7 +506,8 @@ func TestDoProperty(t *testing.T) {
 			})
 		})
 	}
-	t.Logf("%d cases, %d disagreed with the model", ran, failures)
+	t.Logf("%d cases, %d disagreed with the model; %d with a retry budget, %d of them denied a retry", ran, failures, budgeted, denied)
+	assert.Greater(t, denied, ran/50, "too few cases exercise a denial")
 }
 
 // TestDoPropertyRegressions replays cases the property test found.

@@ -21,7 +21,8 @@ import (
 //     remaining, duration, ended_by, and retryable and error only when the
 //     attempt failed;
 //   - backoff lines ("deadline backoff"): step, attempt, delay, source,
-//     remaining, fits;
+//     remaining, fits, and retry_denied and retry_balance only when the
+//     policy's retry budget was asked ([BackoffInfo.RetryBudget]);
 //   - call lines ("deadline call"): step, reason, verdict, attempts,
 //     duration, remaining, and error only when the call failed.
 func LogHooks(l *slog.Logger) *Hooks {
@@ -49,10 +50,15 @@ func LogHooks(l *slog.Logger) *Hooks {
 			l.LogAttrs(ctx, level, "deadline attempt", attrs...)
 		},
 		Backoff: func(ctx context.Context, b BackoffInfo) {
-			l.LogAttrs(ctx, slog.LevelDebug, "deadline backoff",
+			attrs := []slog.Attr{
 				slog.String("step", b.Name), slog.Int("attempt", b.Attempt),
 				slog.Duration("delay", b.Delay), slog.String("source", b.Source.String()),
-				slog.Duration("remaining", b.Remaining), slog.Bool("fits", b.Fits))
+				slog.Duration("remaining", b.Remaining), slog.Bool("fits", b.Fits),
+			}
+			if b.RetryBudget {
+				attrs = append(attrs, slog.Bool("retry_denied", b.RetryDenied), slog.Int("retry_balance", b.RetryBalance))
+			}
+			l.LogAttrs(ctx, slog.LevelDebug, "deadline backoff", attrs...)
 		},
 		CallEnd: func(ctx context.Context, r CallResult) {
 			level := slog.LevelInfo

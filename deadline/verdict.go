@@ -18,6 +18,10 @@ const (
 	VerdictCanceled Verdict = "canceled"
 	// VerdictThrottled: a server's Retry-After did not fit in what was left.
 	VerdictThrottled Verdict = "throttled"
+	// VerdictRetriesThrottled: the shared retry budget denied a retry
+	// ([ReasonRetryBudget]): the downstream is failing for many callers at
+	// once, and retries were shed to keep them from multiplying its load.
+	VerdictRetriesThrottled Verdict = "retries_throttled"
 	// VerdictTooSlow: at least one attempt was bound by its ceiling and
 	// reached it ([CallResult.CeilingTimeouts] > 0): the operation, not the
 	// budget, was the limit.
@@ -40,18 +44,26 @@ func (v Verdict) String() string { return string(v) }
 //  1. [VerdictOK] when r.Reason is [ReasonSuccess];
 //  2. [VerdictCanceled] when r.Reason is [ReasonCanceled];
 //  3. [VerdictThrottled] when r.Reason is [ReasonRetryAfterTooLong];
-//  4. [VerdictTooSlow] when r.CeilingTimeouts > 0: an attempt bound by its
+//  4. [VerdictRetriesThrottled] when r.Reason is [ReasonRetryBudget];
+//  5. [VerdictTooSlow] when r.CeilingTimeouts > 0: an attempt bound by its
 //     ceiling (configured or learned, [LimitLearnedCeiling]) reached it, whatever stopped the call afterwards (attempts
 //     exhausted, a later attempt cut by the deadline, a refusal, a backoff
 //     that did not fit, a non-retryable error);
-//  5. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],
+//  6. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],
 //     [ReasonRefused] or [ReasonBackoffTooLong];
-//  6. [VerdictFailed] otherwise: [ReasonNotRetryable], [ReasonExhausted]
+//  7. [VerdictFailed] otherwise: [ReasonNotRetryable], [ReasonExhausted]
 //     (on errors), [ReasonPanic], or a reason this version does not know.
 //
-// Rule 4 comes before rule 5 because an attempt that used its whole ceiling
-// says the ceiling, not the budget, was the binding limit: a larger budget
-// would not have made that attempt succeed.
+// Rules 3 and 4 come first among the failures because something outside
+// the call, a server's Retry-After or the fleet's retry budget, decided
+// that no retry would follow, with time left: neither the deadline nor the
+// operation alone ended the call. A denied retry says the downstream fails
+// for many callers at once; an earlier attempt that reached its ceiling
+// (rule 5) is then a symptom of that outage, and the retry that would have
+// followed was shed on purpose, so the verdict names the storm, not the
+// ceiling. Rule 5 comes before rule 6 because an attempt that used its
+// whole ceiling says the ceiling, not the budget, was the binding limit: a
+// larger budget would not have made that attempt succeed.
 func VerdictOf(r CallResult) Verdict {
 	switch r.Reason {
 	case ReasonSuccess:
@@ -60,6 +72,8 @@ func VerdictOf(r CallResult) Verdict {
 		return VerdictCanceled
 	case ReasonRetryAfterTooLong:
 		return VerdictThrottled
+	case ReasonRetryBudget:
+		return VerdictRetriesThrottled
 	}
 	if r.CeilingTimeouts > 0 {
 		return VerdictTooSlow

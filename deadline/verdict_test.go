@@ -14,7 +14,7 @@ import (
 )
 
 // TestVerdictOf states the rules, first that applies: ok, canceled,
-// throttled, operation_too_slow (a ceiling timeout), deadline_too_small,
+// throttled, retries_throttled, operation_too_slow (a ceiling timeout), deadline_too_small,
 // operation_failed.
 func TestVerdictOf(t *testing.T) {
 	tests := []struct {
@@ -27,9 +27,11 @@ func TestVerdictOf(t *testing.T) {
 		{deadline.ReasonCanceled, 0, deadline.VerdictCanceled},
 		{deadline.ReasonCanceled, 1, deadline.VerdictCanceled}, // rule 2 before rule 4
 		{deadline.ReasonRetryAfterTooLong, 0, deadline.VerdictThrottled},
-		{deadline.ReasonRetryAfterTooLong, 1, deadline.VerdictThrottled}, // rule 3 before rule 4
+		{deadline.ReasonRetryAfterTooLong, 1, deadline.VerdictThrottled}, // rule 3 before rule 5
+		{deadline.ReasonRetryBudget, 0, deadline.VerdictRetriesThrottled},
+		{deadline.ReasonRetryBudget, 1, deadline.VerdictRetriesThrottled}, // rule 4 before rule 5
 		{deadline.ReasonExhausted, 1, deadline.VerdictTooSlow},
-		{deadline.ReasonDeadline, 1, deadline.VerdictTooSlow}, // rule 4 before rule 5
+		{deadline.ReasonDeadline, 1, deadline.VerdictTooSlow}, // rule 5 before rule 6
 		{deadline.ReasonRefused, 1, deadline.VerdictTooSlow},
 		{deadline.ReasonBackoffTooLong, 1, deadline.VerdictTooSlow},
 		{deadline.ReasonNotRetryable, 1, deadline.VerdictTooSlow},
@@ -53,7 +55,7 @@ func TestVerdictString(t *testing.T) {
 	for v, s := range map[deadline.Verdict]string{
 		deadline.VerdictOK: "ok", deadline.VerdictCanceled: "canceled", deadline.VerdictThrottled: "throttled",
 		deadline.VerdictTooSlow: "operation_too_slow", deadline.VerdictDeadlineTooSmall: "deadline_too_small",
-		deadline.VerdictFailed: "operation_failed", "": "",
+		deadline.VerdictFailed: "operation_failed", deadline.VerdictRetriesThrottled: "retries_throttled", "": "",
 	} {
 		assert.Equal(t, s, v.String())
 		assert.Equal(t, s, fmt.Sprint(v), "a fmt.Stringer")

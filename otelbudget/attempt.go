@@ -150,12 +150,15 @@ func (at *attempt) backoff(b deadline.BackoffInfo) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if at.span != nil && !at.ended {
-		attrs := make([]attribute.KeyValue, 0, 3)
+		attrs := make([]attribute.KeyValue, 0, 5)
 		attrs = append(attrs,
 			AttrBackoffDelayMs.Int64(ms(b.Delay)),
 			AttrBackoffSource.String(b.Source.String()),
 			AttrBackoffFits.Bool(b.Fits),
 		)
+		if b.RetryBudget {
+			attrs = append(attrs, AttrRetryBudgetDenied.Bool(b.RetryDenied), AttrRetryBudgetBalance.Int(b.RetryBalance))
+		}
 		at.span.SetAttributes(attrs...)
 	}
 	at.settleLocked()

@@ -86,6 +86,22 @@ const (
 	AttrBackoffFits = attribute.Key("deadline.backoff.fits")
 )
 
+// On the attempt span after which a retry asked the policy's retry budget
+// ([deadline.Policy.RetryBudget]), on the call span when the budget denied
+// the retry, and on the backoff event:
+const (
+	// AttrRetryBudgetDenied says whether the retry budget denied the retry
+	// after this attempt (true: the call stopped without sleeping, stop
+	// reason "retry_budget_exhausted"). Set only when the budget was asked:
+	// the error was retryable, attempts remained and the wait fitted; on
+	// the call span, only when it was true.
+	AttrRetryBudgetDenied = attribute.Key("deadline.retry_budget.denied")
+	// AttrRetryBudgetBalance is the retries the budget still allowed after
+	// its decision ([deadline.BackoffInfo.RetryBalance]): 0 or less when it
+	// denied the retry, negative when overload charges overdrew it.
+	AttrRetryBudgetBalance = attribute.Key("deadline.retry_budget.balance")
+)
+
 // BackoffEventName is the name of the event added to the call span for every
 // backoff chosen, with the attempt number, delay, source, Retry-After asked
 // and whether it fitted.

@@ -13,8 +13,9 @@
 //     it, whether its error was retryable, the Retry-After a server asked for
 //     and the backoff chosen after it. The attempt span is the parent of
 //     whatever the operation does;
-//   - metrics: call and attempt durations, attempts per call, refusals, and
-//     the budget left at the end of a call (the slack histogram).
+//   - metrics: call and attempt durations, attempts per call, refusals,
+//     retries the shared retry budget denied, and the budget left at the end
+//     of a call (the slack histogram).
 //
 // The project's attributes live under the one namespace "deadline." with
 // durations as integer milliseconds named "_ms"; error.type comes from the

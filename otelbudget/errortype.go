@@ -17,6 +17,9 @@ const (
 	errTypeOther          = "_OTHER"            // semantic conventions: none of the above
 )
 
+// lastReason is the last stop reason this version knows.
+const lastReason = deadline.ReasonRetryBudget
+
 // attemptErrorType is the error.type of an attempt that did not complete:
 // what ended it when a limit or the caller did, else the error's type.
 func attemptErrorType(r deadline.AttemptResult) string {
@@ -73,8 +76,8 @@ func knownErrorType(err error) (string, bool) {
 		case context.Canceled:
 			return errTypeCanceled, true
 		}
-		for r := deadline.ReasonNotRetryable; r <= deadline.ReasonCanceled; r++ {
-			if err == r.Sentinel() {
+		for r := deadline.ReasonNotRetryable; r <= lastReason; r++ {
+			if s := r.Sentinel(); s != nil && err == s {
 				return r.String(), true
 			}
 		}
@@ -108,7 +111,7 @@ func documented(s string) bool {
 	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeOther:
 		return true
 	}
-	for r := deadline.ReasonNotRetryable; r <= deadline.ReasonPanic; r++ {
+	for r := deadline.ReasonNotRetryable; r <= lastReason; r++ {
 		if s == r.String() {
 			return true
 		}

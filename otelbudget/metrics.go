@@ -33,6 +33,11 @@ const (
 	// at or after the deadline (histogram, s; attributes step, stop_reason,
 	// verdict). Mostly high: deadlines are loose; piled at 0: too tight.
 	MetricCallSlack = "deadline.call.slack"
+	// MetricRetryBudgetDenials counts calls whose retry the shared retry
+	// budget denied, stop reason retry_budget_exhausted (counter, {denial};
+	// attribute step). A rise says a downstream fails for many callers at
+	// once and retries are being shed.
+	MetricRetryBudgetDenials = "deadline.retry_budget.denials"
 )
 
 // durationBuckets are the explicit bucket boundaries, in seconds, of the
@@ -74,6 +79,7 @@ type instruments struct {
 	attemptDuration metric.Float64Histogram
 	attempts        metric.Int64Histogram
 	refusals        metric.Int64Counter
+	denials         metric.Int64Counter
 	slack           metric.Float64Histogram
 }
 
@@ -112,6 +118,11 @@ func newInstruments(m metric.Meter) instruments {
 		handle(err)
 		ins.refusals, _ = nm.Int64Counter(MetricRefusals)
 	}
+	if ins.denials, err = m.Int64Counter(MetricRetryBudgetDenials, metric.WithUnit("{denial}"),
+		metric.WithDescription("Calls whose retry the shared retry budget denied: the retry was not taken.")); err != nil {
+		handle(err)
+		ins.denials, _ = nm.Int64Counter(MetricRetryBudgetDenials)
+	}
 	if ins.slack, err = m.Float64Histogram(MetricCallSlack, metric.WithUnit("s"),
 		metric.WithDescription("Budget left when a logical call ended (0 when it ended at or after the deadline)."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
@@ -142,7 +153,7 @@ type attemptMetricKey struct {
 // observer.
 type callOpts struct {
 	rec []metric.RecordOption
-	add []metric.AddOption // step only, for the refusal counter
+	add []metric.AddOption // step only, for the refusal and denial counters
 }
 
 // caches holds pre-built attribute options and span names, keyed by step.

@@ -282,7 +282,7 @@ func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 		return
 	}
 	c.backoffs = b.Attempt
-	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs,
 		AttrAttemptNumber.Int(b.Attempt),
 		AttrBackoffDelayMs.Int64(ms(b.Delay)),
@@ -291,6 +291,9 @@ func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 	)
 	if b.Source == deadline.SourceRetryAfter {
 		attrs = append(attrs, AttrRetryAfterMs.Int64(ms(b.RetryAfter)))
+	}
+	if b.RetryBudget {
+		attrs = append(attrs, AttrRetryBudgetDenied.Bool(b.RetryDenied), AttrRetryBudgetBalance.Int(b.RetryBalance))
 	}
 	c.span.AddEvent(BackoffEventName, trace.WithAttributes(attrs...))
 	if at := c.cur; at != nil && at.info.Number == b.Attempt {
@@ -312,8 +315,11 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		o.inst.callDuration.Record(ctx, r.Duration.Seconds(), opts.rec...)
 		o.inst.attempts.Record(ctx, int64(r.Attempts), opts.rec...)
 		o.inst.slack.Record(ctx, max(r.Remaining, 0).Seconds(), opts.rec...)
-		if r.Reason == deadline.ReasonRefused {
+		switch r.Reason {
+		case deadline.ReasonRefused:
 			o.inst.refusals.Add(ctx, 1, opts.add...)
+		case deadline.ReasonRetryBudget:
+			o.inst.denials.Add(ctx, 1, opts.add...)
 		}
 	}
 	if c == nil || c.span == nil {
@@ -323,7 +329,7 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		at.settle()
 		c.cur = nil
 	}
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs,
 		AttrRemainingMs.Int64(ms(r.Remaining)),
 		AttrAttempts.Int(r.Attempts),
@@ -336,6 +342,12 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 	// that counts as an error, which a caller's cancellation does not.
 	if r.Reason != deadline.ReasonSuccess {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(callErrorType(r.Reason)))
+	}
+	if r.Reason == deadline.ReasonRetryBudget {
+		attrs = append(attrs, AttrRetryBudgetDenied.Bool(true))
+		if se, ok := r.Err.(*deadline.StopError); ok {
+			attrs = append(attrs, AttrRetryBudgetBalance.Int(se.Balance))
+		}
 	}
 	switch {
 	case r.Reason == deadline.ReasonSuccess, r.Reason == deadline.ReasonCanceled:

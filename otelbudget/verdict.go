@@ -18,6 +18,9 @@ const (
 	// VerdictThrottled is [deadline.VerdictThrottled]: a server's
 	// Retry-After did not fit in what was left.
 	VerdictThrottled = deadline.VerdictThrottled
+	// VerdictRetriesThrottled is [deadline.VerdictRetriesThrottled]: the
+	// shared retry budget denied a retry.
+	VerdictRetriesThrottled = deadline.VerdictRetriesThrottled
 	// VerdictTooSlow is [deadline.VerdictTooSlow]: an attempt bound by its
 	// ceiling reached it.
 	VerdictTooSlow = deadline.VerdictTooSlow

@@ -29,7 +29,9 @@ type config struct {
 	defaultBudget time.Duration
 	header        string
 	retryStatus   map[int]bool
-	err           error // the first invalid option, returned by every RoundTrip
+	retryBudget   *deadline.RetryBudget // WithRetryBudget's, for policies with none
+	overload      int                   // WithOverloadCharge's
+	err           error                 // the first invalid option, returned by every RoundTrip
 }
 
 func newConfig(opts []Option) config {
@@ -46,6 +48,9 @@ func newConfig(opts []Option) config {
 	}
 	c.clientHooks = deadline.Compose(c.hooks, transportHooks)
 	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.clientHooks)
+	if c.policy.RetryBudget == nil {
+		c.policy.RetryBudget = c.retryBudget
+	}
 	if c.err == nil {
 		c.err = c.policy.Validate()
 	}
@@ -168,6 +173,41 @@ func WithRetryStatuses(codes ...int) Option {
 // request's context carries ([deadline.WithHooks]). A nil h adds nothing.
 func WithHooks(h *deadline.Hooks) Option {
 	return optionFunc(func(c *config) { c.hooks = deadline.Compose(c.hooks, h) })
+}
+
+// WithRetryBudget sets the retry budget of every request whose policy has
+// none ([deadline.Policy.RetryBudget]): one budget shared by every call the
+// Transport makes, so that a fleet of callers does not multiply the load on
+// a failing downstream. Use one Transport (or one budget) per downstream.
+// Every first attempt counts as a deposit and every retry asks the budget
+// before its wait; a denied retry stops the call with
+// [deadline.ReasonRetryBudget], and the last answer is the response, as for
+// any stop on a retryable answer ([StopOf] tells why). A policy that has its
+// own budget keeps it. A nil b adds nothing; one not built by
+// [deadline.NewRetryBudget] makes every RoundTrip return a
+// [*deadline.PolicyError].
+func WithRetryBudget(b *deadline.RetryBudget) Option {
+	return optionFunc(func(c *config) { c.retryBudget = b })
+}
+
+// WithOverloadCharge makes a server's overload signal draw the request's
+// retry budget down faster: on a 429 or 503 answer that carries no valid
+// Retry-After, n tokens are charged to the budget the request runs under
+// ([deadline.RetryBudget.Charge]), on top of the one the retry itself would
+// take, so that every caller sharing the budget backs off at once. A
+// Retry-After is the server's own answer to when to come back, and is not
+// charged. It applies only to a request that has a budget ([WithRetryBudget]
+// or its policy's) and to statuses that count as retryable
+// ([WithRetryStatuses]). The default, 0, charges nothing; n < 0 makes every
+// RoundTrip return a [*deadline.PolicyError].
+func WithOverloadCharge(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.fail("deadlinehttp.WithOverloadCharge", n, ">= 0 (tokens charged per overload answer; 0: none)")
+			return
+		}
+		c.overload = n
+	})
 }
 
 // isToken reports whether s is an RFC 9110 token, the syntax of a field name.

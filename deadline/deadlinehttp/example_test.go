@@ -221,3 +221,43 @@ func ExampleFormatBudget() {
 	// 2
 	// 1
 }
+
+// One retry budget per downstream, shared by every request of the
+// Transport: while the server fails every request, retries stay within the
+// budget (here none beyond 20 % of first attempts) instead of tripling the
+// load, and a denied retry returns the last answer with StopOf saying why.
+func ExampleWithRetryBudget() {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	budget, err := deadline.NewRetryBudget(deadline.WithRetryRatio(0.2), deadline.WithMinRetryRate(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := deadline.DefaultPolicy()
+	p.Backoff = deadline.Backoff{} // retry at once, for the example
+	client := &http.Client{Transport: deadlinehttp.NewTransport(srv.Client().Transport,
+		deadlinehttp.WithPolicy(p), deadlinehttp.WithRetryBudget(budget))}
+	denied := 0
+	for range 10 {
+		ctx := deadline.NewContext(context.Background(), deadline.New(2*time.Second))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		if stop, ok := deadlinehttp.StopOf(resp); ok && stop.Reason == deadline.ReasonRetryBudget {
+			denied++
+		}
+	}
+	fmt.Printf("10 calls: %d requests sent (3 attempts each would send 30), %d retries denied\n", n.Load(), denied)
+	// Output:
+	// 10 calls: 12 requests sent (3 attempts each would send 30), 10 retries denied
+}

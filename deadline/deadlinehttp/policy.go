@@ -30,7 +30,8 @@ func WithRequestPolicy(ctx context.Context, p deadline.Policy) context.Context {
 
 // policyFor returns the policy req runs under, by precedence: the one its
 // context carries, then the policy function's, then WithPolicy's (or the
-// default). The Transport's hooks are composed after the policy's own.
+// default). The Transport's hooks are composed after the policy's own, and
+// its retry budget fills in for a policy that has none.
 func (t *Transport) policyFor(req *http.Request) deadline.Policy {
 	if p, ok := req.Context().Value(policyKey{}).(*deadline.Policy); ok {
 		return t.cfg.withClientHooks(*p)
@@ -45,5 +46,8 @@ func (t *Transport) policyFor(req *http.Request) deadline.Policy {
 
 func (c *config) withClientHooks(p deadline.Policy) deadline.Policy {
 	p.Hooks = deadline.Compose(p.Hooks, c.clientHooks)
+	if p.RetryBudget == nil {
+		p.RetryBudget = c.retryBudget
+	}
 	return p
 }

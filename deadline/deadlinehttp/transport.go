@@ -99,12 +99,21 @@ import (
 // The policy's classifier ([deadline.Policy.Retryable]) then decides as
 // usual. A response with any other status is a success, returned as it is.
 //
+// With a retry budget ([WithRetryBudget], or the policy's own
+// [deadline.Policy.RetryBudget]), every request's first attempt counts as a
+// deposit and each retry asks the budget, before its wait, for a token: a
+// denied retry is not sent and the call stops with
+// [deadline.ReasonRetryBudget]. With [WithOverloadCharge], a 429 or 503
+// without a valid Retry-After also charges the budget, so that every caller
+// sharing it backs off at once.
+//
 // # What RoundTrip returns
 //
 // As the [http.RoundTripper] contract requires, RoundTrip returns a
 // response with a nil error whenever the call ended on one, whatever its
 // status. When the call stopped on a retryable answer (attempts exhausted,
-// a backoff or Retry-After that does not fit, not retryable, for example a
+// a backoff or Retry-After that does not fit, a retry the retry budget
+// denied, not retryable, for example a
 // POST without an Idempotency-Key, or the deadline or the floor reached
 // after it), that last answer is the response, whole and unread, its body
 // still under its attempt's lease; [StopOf] returns the
@@ -190,7 +199,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !retrySafe(req) {
 		p.Retryable = never
 	}
-	c.floor = p.Floor
+	c.floor, c.budget = p.Floor, p.RetryBudget
 
 	resp, err := deadline.Do(c, d, p, c.attempt)
 	returned = true
@@ -225,8 +234,9 @@ type call struct {
 	context.Context // the request's context
 	t               *Transport
 	req             *http.Request
-	floor           time.Duration // the policy's
-	sent            bool          // an attempt took the request's body
+	floor           time.Duration         // the policy's
+	budget          *deadline.RetryBudget // the policy's; nil: none
+	sent            bool                  // an attempt took the request's body
 
 	// open is the latest attempt's response while the transport still owns
 	// it, and status its StatusError when it is a retryable answer. A
@@ -248,8 +258,9 @@ func (c *call) Value(key any) any {
 }
 
 // backoffHook runs after every other Backoff hook, when the engine has
-// chosen the wait before a retry. If the retry will follow (the wait fits
-// and leaves the next attempt more than the floor), the retryable answer
+// chosen the wait before a retry. If the retry will follow (the wait fits,
+// the retry budget allowed it and the wait leaves the next attempt more
+// than the floor), the retryable answer
 // still open is drained and closed now, while its lease still holds its
 // connection, rather than after the wait; otherwise it stays open, to be
 // returned.
@@ -258,7 +269,7 @@ func backoffHook(ctx context.Context, b deadline.BackoffInfo) {
 	if !ok || c.open == nil {
 		return
 	}
-	if next := b.Remaining - b.Delay - c.floor; b.Fits && next > 0 {
+	if next := b.Remaining - b.Delay - c.floor; b.Fits && !b.RetryDenied && next > 0 {
 		// Half of what the next attempt would get at most, so that the
 		// drain cannot turn the retry just decided into a refusal.
 		c.discard(min(MaxDrainTime, next/2))
@@ -364,10 +375,15 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 	c.status = se
 	var serr error = se
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		asked := false
 		if v := resp.Header.Get("Retry-After"); v != "" {
-			if wait, ok := parseRetryAfter(v, time.Now()); ok {
+			var wait time.Duration
+			if wait, asked = parseRetryAfter(v, time.Now()); asked {
 				serr = deadline.RetryAfter(serr, wait)
 			}
+		}
+		if n := c.t.cfg.overload; n > 0 && !asked && c.budget != nil {
+			c.budget.Charge(n) // an overload signal: every caller backs off
 		}
 	}
 	return nil, deadline.Retryable(serr)

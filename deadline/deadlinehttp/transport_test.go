@@ -526,6 +526,8 @@ func TestInvalidOptions(t *testing.T) {
 		{"header", deadlinehttp.WithHeader("Bad Header"), "deadlinehttp.WithHeader"},
 		{"status", deadlinehttp.WithRetryStatuses(503, 42), "deadlinehttp.WithRetryStatuses"},
 		{"policy", deadlinehttp.WithPolicy(deadline.Policy{}), "Policy.MaxAttempts"},
+		{"overload charge", deadlinehttp.WithOverloadCharge(-1), "deadlinehttp.WithOverloadCharge"},
+		{"retry budget", deadlinehttp.WithRetryBudget(&deadline.RetryBudget{}), "Policy.RetryBudget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

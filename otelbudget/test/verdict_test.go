@@ -30,9 +30,11 @@ func TestVerdictOf(t *testing.T) {
 		{deadline.ReasonCanceled, 0, otelbudget.VerdictCanceled},
 		{deadline.ReasonCanceled, 1, otelbudget.VerdictCanceled}, // rule 2 before rule 4
 		{deadline.ReasonRetryAfterTooLong, 0, otelbudget.VerdictThrottled},
-		{deadline.ReasonRetryAfterTooLong, 1, otelbudget.VerdictThrottled}, // rule 3 before rule 4
+		{deadline.ReasonRetryAfterTooLong, 1, otelbudget.VerdictThrottled}, // rule 3 before rule 5
+		{deadline.ReasonRetryBudget, 0, otelbudget.VerdictRetriesThrottled},
+		{deadline.ReasonRetryBudget, 1, otelbudget.VerdictRetriesThrottled}, // rule 4 before rule 5
 		{deadline.ReasonExhausted, 1, otelbudget.VerdictTooSlow},
-		{deadline.ReasonDeadline, 1, otelbudget.VerdictTooSlow}, // rule 4 before rule 5
+		{deadline.ReasonDeadline, 1, otelbudget.VerdictTooSlow}, // rule 5 before rule 6
 		{deadline.ReasonRefused, 1, otelbudget.VerdictTooSlow},
 		{deadline.ReasonBackoffTooLong, 1, otelbudget.VerdictTooSlow},
 		{deadline.ReasonNotRetryable, 1, otelbudget.VerdictTooSlow},

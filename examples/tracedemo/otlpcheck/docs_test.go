@@ -130,6 +130,9 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.server.clamps":               "the providers' meter is a no-op in the demo",
 		"deadline.server.budget":               "the providers' meter is a no-op in the demo",
 		"deadline.attempt.ceiling_quantile":    "the demo's policies have static ceilings, not learned ones",
+		"deadline.retry_budget.denied":         "the demo's policies have no retry budget (issue 12)",
+		"deadline.retry_budget.balance":        "the demo's policies have no retry budget (issue 12)",
+		"deadline.retry_budget.denials":        "the demo's policies have no retry budget (issue 12)",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}

@@ -214,6 +214,17 @@ func errorTypeScenarios() []errorTypeScenario {
 			want: spanErrorTypes{call: "retry_after_exceeds_budget", attempts: []string{"503"}},
 		},
 		{
+			// A budget that allows no retry at all denies the first one,
+			// whatever its clock says (it is shared by both runs).
+			name: "retry budget", budget: 10 * time.Second,
+			policy: deadline.Policy{MaxAttempts: 2, Floor: 20 * ms, Backoff: quick, RetryBudget: noRetries()},
+			handler: func(chan<- struct{}) http.HandlerFunc {
+				return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+			},
+			op:   opFail(deadline.Retryable(statusErr(503))),
+			want: spanErrorTypes{call: "retry_budget_exhausted", attempts: []string{"503"}},
+		},
+		{
 			name: "cancel", budget: 10 * time.Second, cancel: true,
 			policy:  deadline.Policy{MaxAttempts: 2, Floor: 20 * ms, Backoff: quick},
 			handler: hang, op: opHang,
@@ -233,6 +244,15 @@ func errorTypeScenarios() []errorTypeScenario {
 			want:   spanErrorTypes{call: "attempts_exhausted", attempts: []string{"_OTHER", "_OTHER"}},
 		},
 	}
+}
+
+// noRetries is a retry budget that denies every retry.
+func noRetries() *deadline.RetryBudget {
+	b, err := deadline.NewRetryBudget(deadline.WithRetryRatio(0), deadline.WithMinRetryRate(0))
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // runHTTP runs sc through the HTTP composition and returns its spans.
