@@ -106,12 +106,14 @@ func TestValidate(t *testing.T) {
 }
 
 // TestLibraries checks the rows of scenario 8: this project first, then
-// failsafe-go followed by its budgeted form, then the other libraries.
+// its budgeted form, then failsafe-go followed by its budgeted form, then
+// the other libraries.
 func TestLibraries(t *testing.T) {
 	rs, err := Libraries(Default())
 	require.NoError(t, err)
-	require.Len(t, rs, len(peers.All())+1)
+	require.Len(t, rs, len(peers.All())+2)
 	assert.Equal(t, peers.Deadline{}.Name(), rs[0].Name())
-	assert.Equal(t, peers.Failsafe{}.Name(), rs[1].Name())
-	assert.Contains(t, rs[2].Name(), "+ budget")
+	assert.Equal(t, peers.Deadline{}.Name()+" + retry budget", rs[1].Name())
+	assert.Equal(t, peers.Failsafe{}.Name(), rs[2].Name())
+	assert.Contains(t, rs[3].Name(), "+ budget")
 }

@@ -3,6 +3,7 @@ package peers
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
@@ -98,4 +99,45 @@ func (DeadlineHTTP) Send(ctx context.Context, c Call, base http.RoundTripper, me
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	return drain(resp), err
+}
+
+// DeadlineBudget is [Deadline] with one shared deadline.RetryBudget (the
+// library's defaults: retries ≤ 20% of first attempts in a 10s window plus
+// 10 retries/s), as a service would hold one per downstream: every call of
+// every client draws on it. The budget is made on the first call, so that
+// it reads the clock of the run (a synctest bubble) that uses it; use a new
+// DeadlineBudget per run.
+type DeadlineBudget struct {
+	once   sync.Once
+	budget *deadline.RetryBudget
+	err    error
+}
+
+// Name returns the project's name with its retry budget.
+func (*DeadlineBudget) Name() string { return Deadline{}.Name() + " + retry budget" }
+
+// Config describes the composition.
+func (*DeadlineBudget) Config() string {
+	return Deadline{}.Config() + "; Policy.RetryBudget = deadline.NewRetryBudget() (20% of first attempts in 10s + 10 retries/s), one budget shared by every call"
+}
+
+// Do runs op under deadline.Do with the shared budget.
+func (b *DeadlineBudget) Do(ctx context.Context, c Call, op Op) error {
+	b.once.Do(func() { b.budget, b.err = deadline.NewRetryBudget() })
+	if b.err != nil {
+		return b.err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	d, ok := deadline.FromContext(ctx)
+	if !ok || d.Remaining() > c.Budget {
+		d = deadline.New(c.Budget)
+	}
+	p := Deadline{}.Policy(c)
+	p.RetryBudget = b.budget
+	_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+		return struct{}{}, markDeadline(op(ctx))
+	})
+	return err
 }

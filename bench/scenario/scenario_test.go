@@ -131,11 +131,13 @@ func TestPostFaultServer(t *testing.T) {
 }
 
 // TestOutageTable renders scenario 8 from a hand-made report: this
-// project's goal is judged against the peers only (not the hand-written
-// loop, not the no-retries reference), and a run that never recovers says so.
+// project's goal is judged on its budgeted row, against the peers only (not
+// its own unbudgeted row, not the hand-written loop, not the no-retries
+// reference), and a run that never recovers says so.
 func TestOutageTable(t *testing.T) {
 	rep := outage.Report{Model: "m", Results: []outage.Result{
-		{Library: peers.Deadline{}.Name(), Calls: 100, Good: 50, Requests: 120, OutageAmplification: 1.2, Recovery: 2 * time.Second, Baseline: 1},
+		{Library: peers.Deadline{}.Name(), Calls: 100, Good: 60, Requests: 280, OutageAmplification: 2.8, Recovery: time.Second, Baseline: 1},
+		{Library: (&peers.DeadlineBudget{}).Name(), Calls: 100, Good: 50, Requests: 120, OutageAmplification: 1.2, Recovery: 2 * time.Second, Baseline: 1},
 		{Library: peers.Failsafe{}.Name(), Calls: 100, Good: 40, Requests: 290, OutageAmplification: 2.9, Recovery: -1, Baseline: 1},
 		{Library: peers.Baseline{}.Name(), Calls: 100, Good: 90, Requests: 100, OutageAmplification: 1, Recovery: time.Second, Baseline: 1},
 		{Library: outage.NoRetries, Calls: 100, Good: 95, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
@@ -143,7 +145,8 @@ func TestOutageTable(t *testing.T) {
 	var b bytes.Buffer
 	OutageTable(rep).Markdown(&b)
 	out := b.String()
-	assert.Contains(t, out, "| deadline (this) | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
+	assert.Contains(t, out, "| deadline (this) + retry budget | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
 		"recovery no slower than the best peer: met; goodput ≥ every peer: met")
+	assert.Contains(t, out, "| deadline (this) | 100 | 280 | 2.80× | 1 s | 60.0% | 100.0% | — |", "the unbudgeted row is shown, not judged")
 	assert.Contains(t, out, "| failsafe-go v0.9.8 | 100 | 290 | 2.90× | not within the run | 40.0% |")
 }
