@@ -109,6 +109,15 @@ func TestFleetMerge(t *testing.T) {
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+	text, err := exec.Command(advise, "-min-samples", "10", file).Output()
+	require.NoError(t, err)
+	t.Logf("budgetadvise on the merged file:\n%s", text)
+	for _, m := range s.metricsByName()[otelbudget.MetricAttemptDuration] {
+		for _, dp := range m.m.ExponentialHistogram().DataPoints().All() {
+			step, _ := dp.Attributes().Get(string(otelbudget.AttrStep))
+			t.Logf("exported %s point: scale %d, %d buckets", step.Str(), dp.Scale(), dp.Positive().BucketCounts().Len())
+		}
+	}
 	got := map[string]map[string]uint64{"traces": {}, "metrics": {}}
 	for _, st := range rep.Steps {
 		got[st.Source][st.Step] = st.Attempts

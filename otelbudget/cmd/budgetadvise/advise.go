@@ -40,6 +40,7 @@ type stepReport struct {
 	Censored           bool           `json:"censored"`
 	RaiseAboveMs       float64        `json:"raise_above_ms,omitempty"`
 	NoSuggestion       string         `json:"no_suggestion,omitempty"` // why there is no suggested ceiling
+	Warning            string         `json:"warning,omitempty"`       // why the suggestion is doubtful
 	First              time.Time      `json:"first"`
 	Last               time.Time      `json:"last"`
 
@@ -91,7 +92,14 @@ func advise(ds *dataset, o options) report {
 				}
 				continue
 			}
-			rep.Steps = append(rep.Steps, stepAdvice(name, src.name, sd, o))
+			r := stepAdvice(name, src.name, sd, o)
+			if t := ds.spans[name]; r.CurrentCeilingMs == 0 && t != nil {
+				// Metrics do not carry the ceiling; the spans do.
+				if c := mostCommon(t.ceilings); c > 0 {
+					r.CurrentCeilingMs = ms(c)
+				}
+			}
+			rep.Steps = append(rep.Steps, r)
 		}
 	}
 	for _, s := range rep.Steps {
@@ -141,6 +149,12 @@ func stepAdvice(name, src string, sd *stepData, o options) stepReport {
 		r.NoSuggestion = err.Error()
 	} else {
 		r.SuggestedCeilingMs = ms(sug.Ceiling)
+		if cut := h.Censored(); float64(cut) > (1-sug.Quantile)*float64(h.Samples) {
+			// Completions recorded past the cut (an answer racing the
+			// ceiling) can carry the Kaplan–Meier estimate past it.
+			r.Warning = fmt.Sprintf("%d of %d attempts (%.1f%%) were cut by a limit, more than 1 - %g: the estimate rests on the few that completed past the cut; raise the ceiling to learn the tail",
+				cut, h.Samples, 100*float64(cut)/float64(h.Samples), sug.Quantile)
+		}
 	}
 	return r
 }

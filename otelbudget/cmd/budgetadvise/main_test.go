@@ -354,3 +354,25 @@ func TestHistogramZeroBin(t *testing.T) {
 	assert.Contains(t, b.String(), "◀ current 100ms")
 	assert.Less(t, strings.Count(b.String(), "\n"), 90)
 }
+
+// When more than 1 - q of the attempts were cut but a few completed past
+// the cut (an answer racing the ceiling), the suggestion says it is
+// doubtful rather than passing the late completions off as the tail.
+func TestWarnsWhenCutsHideTheTail(t *testing.T) {
+	var as []attempt
+	for _, d := range durations(700) {
+		as = append(as, attempt{step: "fetch", ended: "completed", d: d * 9 / 11})
+	}
+	for range 280 {
+		as = append(as, attempt{step: "fetch", ended: "attempt_timeout", d: 100 * time.Millisecond, granted: 100 * time.Millisecond})
+	}
+	for range 20 {
+		as = append(as, attempt{step: "fetch", ended: "completed", d: 104 * time.Millisecond})
+	}
+	code, out, errOut := runCmd(t, "-format", "json", writeFile(t, traceLine(t, as, nil)))
+	require.Equal(t, 0, code, errOut)
+	var rep report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Steps, 1)
+	assert.Contains(t, rep.Steps[0].Warning, "280 of 1000 attempts (28.0%) were cut by a limit")
+}
