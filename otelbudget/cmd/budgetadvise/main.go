@@ -79,6 +79,10 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "budgetadvise: -format %q: want text or json\n", *format)
 		return 2
 	}
+	if !(o.target > 0 && o.target < 1) || o.attempts < 1 {
+		fmt.Fprintf(stderr, "budgetadvise: -target %g -attempts %d: want a target in (0, 1) and at least 1 attempt\n", o.target, o.attempts)
+		return 2
+	}
 	if _, err := learn.Suggest("", nil, o.suggest); err != nil && !errors.Is(err, learn.ErrNotEnoughSamples) {
 		fmt.Fprintln(stderr, "budgetadvise:", err)
 		return 2
