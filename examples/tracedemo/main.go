@@ -14,6 +14,7 @@
 //	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
 //	    [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //	    [-export-timeout 500ms]
+//	go run ./examples/tracedemo -runs 2000 [-parallel 32] [-exporter none|otlp]
 //
 // Each scenario is designed for its own budget. -budget replaces it: the
 // run then shows the verdicts that budget gets and exits 0, whatever they
@@ -64,6 +65,15 @@
 // metric points were exported, or that the export failed and why; it never
 // changes the exit code.
 //
+// -runs N plays the ok plan N times in each of three phases against a fetch
+// provider whose latency is heavy-tailed (log-normal body, Pareto tail,
+// seeded): with the article's static ceilings, with the ceilings opened to
+// the budget while a deadline/learn Recorder records the attempts, and with
+// the ceilings it suggests. It prints each step's suggested ceiling (sample
+// count, window, censored flag), the suggested plan budget, and the static
+// and suggested ceilings side by side: runs with operation_too_slow, and the
+// time spent on attempts a limit cut. Only the learning runs are exported.
+//
 // The waterfall is coloured only when it goes to a terminal and NO_COLOR is
 // unset.
 package main
@@ -92,12 +102,15 @@ type config struct {
 	exportTimeout time.Duration
 	getenv        func(string) string
 	execute       executor // nil: execute, on loopback; tests play in memory
+	runs          int      // > 0: tracedemo -runs N (see runs.go)
+	parallel      int      // runs played at a time with -runs
+	stage         stager   // nil: loopbackStage; tests play in memory
 }
 
 // defaultConfig returns the configuration of a plain `go run`.
 func defaultConfig() config {
 	return config{
-		scenario: "ok", seed: defaultSeed, waterfall: true,
+		scenario: "ok", seed: defaultSeed, waterfall: true, parallel: 32,
 		exportTimeout: defaultExportGrace, getenv: func(string) string { return "" },
 	}
 }
@@ -116,6 +129,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER is set: what autoexport builds from it).\n"+
 		"With none or otlp, the waterfall goes to stdout")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
+	fs.IntVar(&cfg.runs, "runs", 0, "play the ok plan N times against a fetch provider with a heavy-tailed latency, three times over\n"+
+		"(the article's ceilings; ceilings opened to learn; the suggested ceilings) and print the suggested\n"+
+		"ceilings and budget and the static and suggested ceilings side by side. Only the learning runs are exported")
+	fs.IntVar(&cfg.parallel, "parallel", cfg.parallel, "with -runs, how many runs play at a time")
 	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans and metrics may take after the run, under one deadline")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n"+
@@ -148,6 +165,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.Visit(func(f *flag.Flag) { budgetSet = budgetSet || f.Name == "budget" })
 	if budgetSet && cfg.budget <= 0 {
 		return cfg, fmt.Errorf("-budget %s: want a positive duration such as 1s or 300ms", cfg.budget)
+	}
+	if cfg.runs < 0 || cfg.parallel < 1 {
+		return cfg, fmt.Errorf("-runs %d -parallel %d: want -runs >= 0 and -parallel >= 1", cfg.runs, cfg.parallel)
+	}
+	if cfg.runs > 0 && (cfg.scenario != "ok" || budgetSet) {
+		return cfg, fmt.Errorf("-runs plays the ok scenario's plan and budget: -scenario and -budget do not apply")
 	}
 	if cfg.exportTimeout <= 0 {
 		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 500ms", cfg.exportTimeout)

@@ -71,6 +71,20 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if tel.writesStdout() {
 		human, color = stderr, cfg.colorStderr
 	}
+	if cfg.runs > 0 {
+		stage := cfg.stage
+		if stage == nil {
+			stage = loopbackStage
+		}
+		rep, err := runMany(ctx, runsOptions{n: cfg.runs, parallel: cfg.parallel, seed: cfg.seed, stage: stage, tp: tel.tp, mp: tel.mp})
+		if err == nil {
+			err = writeRunsReport(human, rep)
+		}
+		if line := tel.flush(ctx, cfg.exportTimeout).line(); line != "" {
+			fmt.Fprintln(stderr, line)
+		}
+		return err
+	}
 
 	// The waterfall first, then the export (at most cfg.exportTimeout),
 	// flushed whatever happened so that nothing it started outlives run.
@@ -162,6 +176,19 @@ func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration
 // (the operation failed, attempts exhausted, the run canceled) stops the
 // plan, and the steps after it are recorded as not run.
 func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider, base http.RoundTripper, urls map[string]string) (runRecord, error) {
+	return playWith(ctx, sc, seed, budget, tp, mp, base, urls, playOptions{})
+}
+
+// playOptions change how playWith plays the plan: for tracedemo -runs.
+type playOptions struct {
+	// hooks, when set, observe every call too (a learn.Recorder's).
+	hooks *deadline.Hooks
+	// ceilings replace the ceilings of the steps they name.
+	ceilings map[string]time.Duration
+}
+
+// playWith is play with the options o.
+func playWith(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider, base http.RoundTripper, urls map[string]string, o playOptions) (runRecord, error) {
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(mp))
 	rng := mrand.New(mrand.NewPCG(seed, seed))
 	key := rand.Text() // one Idempotency-Key for the one logical extract call
@@ -173,7 +200,7 @@ func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, t
 		attribute.Int64("tracedemo.seed", int64(seed)),
 		otelbudget.AttrBudgetMs.Int64(budget.Milliseconds()),
 	))
-	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), rec.hooks())
+	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), deadline.Compose(rec.hooks(), o.hooks))
 
 	// One client for the whole run, as a service shares one: each step's
 	// request carries its own policy next to the deadline.
@@ -181,6 +208,9 @@ func play(ctx context.Context, sc scenario, seed uint64, budget time.Duration, t
 	var failed []error
 	plan := agentPlan()
 	for i, s := range plan {
+		if c, ok := o.ceilings[s.name]; ok {
+			s.ceiling = c
+		}
 		sctx := deadlinehttp.WithRequestPolicy(ctx, policyFor(s, rng))
 		err := callStep(sctx, client, urls[s.name], s, key)
 		if err == nil {

@@ -237,7 +237,12 @@ func TestParseFlags(t *testing.T) {
 
 	cfg, err = parseFlags([]string{"-scenario", "ratelimited", "-seed", "42", "-budget", "4s", "-exporter", "none", "-waterfall=false"}, env, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, config{scenario: "ratelimited", seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace}, withoutFuncs(cfg))
+	assert.Equal(t, config{scenario: "ratelimited", seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace, parallel: 32}, withoutFuncs(cfg))
+
+	cfg, err = parseFlags([]string{"-runs", "2000", "-parallel", "4"}, env, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 2000, cfg.runs)
+	assert.Equal(t, 4, cfg.parallel)
 
 	for _, tc := range []struct {
 		args []string
@@ -250,6 +255,10 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-budget", "0s"}, "-budget 0s: want a positive duration such as 1s or 300ms"},
 		{[]string{"-export-timeout", "0s"}, "-export-timeout 0s: want a positive duration such as 500ms"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"-runs", "-1"}, "-runs -1 -parallel 32: want -runs >= 0 and -parallel >= 1"},
+		{[]string{"-runs", "10", "-parallel", "0"}, "want -runs >= 0 and -parallel >= 1"},
+		{[]string{"-runs", "10", "-scenario", "slow"}, "-runs plays the ok scenario's plan and budget"},
+		{[]string{"-runs", "10", "-budget", "2s"}, "-runs plays the ok scenario's plan and budget"},
 	} {
 		_, err := parseFlags(tc.args, env, io.Discard)
 		require.Error(t, err, "%v", tc.args)
@@ -261,6 +270,7 @@ func TestParseFlags(t *testing.T) {
 func withoutFuncs(c config) config {
 	c.getenv = nil
 	c.execute = nil
+	c.stage = nil
 	return c
 }
 

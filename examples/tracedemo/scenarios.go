@@ -64,6 +64,9 @@ type reply struct {
 	hang bool
 	// work is how long the provider takes before it answers.
 	work time.Duration
+	// latency, when set, replaces work with a draw from its distribution,
+	// one per request (tracedemo -runs).
+	latency *sampler
 	// status is the response status; 0 means 200 with a JSON body.
 	status int
 	// retryAfter is the Retry-After value sent with the status, if any.

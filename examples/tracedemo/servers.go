@@ -68,6 +68,9 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	_, _ = io.Copy(io.Discard, r.Body)
 	rep := p.script.at(n)
+	if rep.latency != nil {
+		rep.work = rep.latency.draw()
+	}
 	if rep.hang {
 		<-ctx.Done()
 		abort()

@@ -1,0 +1,132 @@
+// Command budgetadvise suggests per-attempt ceilings and a run budget from
+// the telemetry that package otelbudget records, as package deadline/learn
+// does in process.
+//
+// It reads files (or stdin) of:
+//
+//   - OTLP JSON as an OpenTelemetry Collector's file exporter writes it, one
+//     ExportTraceServiceRequest or ExportMetricsServiceRequest object a line
+//     (parsed with the Collector's pdata);
+//   - the demo's stdout export: stdouttrace's span objects are read;
+//     stdoutmetric's are not (its JSON is not OTLP and does not say which
+//     aggregation a point has), and are reported as skipped.
+//
+// From spans it reads the attempt spans (deadline.step,
+// deadline.attempt.ended_by: the duration, or deadline.attempt.granted_ms
+// for an attempt cut by a limit) and the call spans (deadline.verdict,
+// deadline.max_attempts, deadline.floor_ms). From metrics it reads the
+// deadline.attempt.duration exponential histogram, every stream added up:
+// the merge of a fleet's processes, by the Collector or here.
+//
+// Per step and source it prints the attempts, the success rate, p50, p90,
+// p99 and p99.9 of the completed attempts (Kaplan–Meier, as learn), the
+// ceiling-timeout rate, the verdicts, the current and the suggested
+// ceiling, the date range, and a terminal histogram; then the suggested
+// budget of the plan. -format json prints the same for machines.
+//
+// What could not be read (an empty or truncated file, no spans of this
+// project, an older attribute set, explicit-bucket histograms) is one line
+// each on stderr. The exit code is 1 only when nothing could be read, 2 on
+// bad flags.
+//
+// Usage:
+//
+//	budgetadvise [-format text|json] [-quantile 0.99] [-margin 1.2] [-min-samples N]
+//	    [-target 0.99] [-attempts 3] [-backoff-base 50ms] [-backoff-max 400ms] [file ...]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the command: it returns the exit code.
+func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("budgetadvise", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "text", "text or json")
+	var o options
+	fs.Float64Var(&o.suggest.Quantile, "quantile", learn.DefaultQuantile, "the quantile a ceiling is derived from, in (0, 1)")
+	fs.Float64Var(&o.suggest.Margin, "margin", learn.DefaultMargin, "multiplies the quantile, >= 1")
+	fs.IntVar(&o.suggest.MinSamples, "min-samples", 0, "fewest attempts a ceiling is suggested from (0: max(100, 10/(1-quantile)))")
+	fs.Float64Var(&o.target, "target", learn.DefaultTarget, "the plan's success probability the budget aims at")
+	fs.IntVar(&o.attempts, "attempts", 3, "attempts of a step whose call spans are not in the input")
+	fs.DurationVar(&o.backoffBase, "backoff-base", 50*time.Millisecond, "the plan's backoff base (full jitter)")
+	fs.DurationVar(&o.backoffMax, "backoff-max", 400*time.Millisecond, "the plan's backoff cap")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: budgetadvise [flags] [file ...]  (no file, or -: stdin)\n"+
+			"Reads OTLP JSON lines (a Collector file exporter's) or stdouttrace output; suggests ceilings and a budget.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "budgetadvise: -format %q: want text or json\n", *format)
+		return 2
+	}
+	if !(o.target > 0 && o.target < 1) || o.attempts < 1 {
+		fmt.Fprintf(stderr, "budgetadvise: -target %g -attempts %d: want a target in (0, 1) and at least 1 attempt\n", o.target, o.attempts)
+		return 2
+	}
+	if _, err := learn.Suggest("", nil, o.suggest); err != nil && !errors.Is(err, learn.ErrNotEnoughSamples) {
+		fmt.Fprintln(stderr, "budgetadvise:", err)
+		return 2
+	}
+	ds := newDataset()
+	files := fs.Args()
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	for _, name := range files {
+		if err := readInput(ds, name, stdin); err != nil {
+			ds.note("%s", err)
+		}
+	}
+	ds.finish()
+	for _, n := range ds.notes {
+		fmt.Fprintln(stderr, "budgetadvise:", n)
+	}
+	if err := nothingRead(ds); err != nil {
+		fmt.Fprintln(stderr, "budgetadvise:", err)
+		return 1
+	}
+	rep := advise(ds, o)
+	var err error
+	if *format == "json" {
+		err = writeJSON(stdout, rep)
+	} else {
+		err = writeText(stdout, rep)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "budgetadvise:", err)
+		return 1
+	}
+	return 0
+}
+
+func readInput(ds *dataset, name string, stdin io.Reader) error {
+	if name == "-" {
+		return ds.read("stdin", stdin)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return ds.read(name, f)
+}
