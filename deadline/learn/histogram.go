@@ -126,6 +126,14 @@ func (h *Histogram) Quantile(q float64) (time.Duration, error) {
 	if h.Samples == 0 {
 		return 0, ErrNoSamples
 	}
+	// More than 1 - q of the attempts cut: the quantile lies above the cuts.
+	// Kaplan–Meier could still reach q on the few answers that arrived just
+	// after a ceiling fired (a cut attempt's op returning late), each then
+	// weighing for every cut attempt before it; that estimate says nothing
+	// about the true tail, so it is refused as the doc of CensoredError says.
+	if float64(h.Censored()) > (1-q)*float64(h.Samples) {
+		return 0, &CensoredError{Quantile: q, Censored: h.Censored(), Samples: h.Samples, Above: h.MaxCensored}
+	}
 	s, ok := kaplanMeier(h, h.Samples, q)
 	if !ok {
 		return 0, &CensoredError{Quantile: q, Censored: h.Censored(), Samples: h.Samples, Above: h.MaxCensored}

@@ -154,3 +154,31 @@ func TestSuggestUnderCensoring(t *testing.T) {
 		assert.InEpsilon(t, 90*time.Millisecond, s.Estimate, learn.RelativeError)
 	})
 }
+
+// TestQuantileRefusesWhenCutsHideTheTail: when more than 1 - q of the
+// attempts were cut, the quantile is above the cuts, even if a few answers
+// that arrived just after the ceiling fired would let Kaplan–Meier reach q
+// (each then stands for every cut attempt before it). The demo met this:
+// a 100ms ceiling cut 28% of fetch's attempts and p99 came out at 117ms.
+func TestQuantileRefusesWhenCutsHideTheTail(t *testing.T) {
+	var h learn.Histogram
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 700 {
+		h.Add(deadline.EndedCompleted, time.Duration(20+i%60)*time.Millisecond, at)
+	}
+	for range 280 {
+		h.Add(deadline.EndedAttemptTimeout, 100*time.Millisecond, at)
+	}
+	for i := range 20 { // late answers just past the cut
+		h.Add(deadline.EndedCompleted, time.Duration(101+i%17)*time.Millisecond, at)
+	}
+	_, err := h.Quantile(0.99)
+	var ce *learn.CensoredError
+	require.ErrorAs(t, err, &ce, "28%% cut > 1%%: p99 is above the cuts")
+	assert.Equal(t, 100*time.Millisecond, ce.Above)
+	assert.Equal(t, uint64(280), ce.Censored)
+	// p50 is below the cuts and still estimated.
+	p50, err := h.Quantile(0.5)
+	require.NoError(t, err)
+	assert.Less(t, p50, 100*time.Millisecond)
+}

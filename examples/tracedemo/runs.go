@@ -332,12 +332,6 @@ func writeRunsReport(w io.Writer, rep runsReport) error {
 		if sg.Censored {
 			fmt.Fprintf(&b, "  %-8s censored: %d of %d attempts cut at %s; p99 is above it: raise the ceiling to learn it\n",
 				s.name, sg.CeilingTimeouts+sg.DeadlineCuts, sg.Samples, fmtDur(sg.RaiseAbove))
-		} else if cut := sg.CeilingTimeouts + sg.DeadlineCuts; sg.Ceiling > 0 && float64(cut) > (1-sg.Quantile)*float64(sg.Samples) {
-			// Late completions (an answer racing the ceiling, in real
-			// time) can carry the Kaplan–Meier estimate past the cut
-			// although more than 1 - q of the attempts were cut there.
-			fmt.Fprintf(&b, "  %-8s p99 %s from %d samples, but %d were cut (more than 1%%): not to be trusted, raise the ceiling\n",
-				s.name, fmtDur(sg.Estimate), sg.Samples, cut)
 		} else if sg.Ceiling > 0 {
 			fmt.Fprintf(&b, "  %-8s p99 %s from %d samples\n", s.name, fmtDur(sg.Estimate), sg.Samples)
 		} else {

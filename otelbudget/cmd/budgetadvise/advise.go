@@ -40,7 +40,6 @@ type stepReport struct {
 	Censored           bool           `json:"censored"`
 	RaiseAboveMs       float64        `json:"raise_above_ms,omitempty"`
 	NoSuggestion       string         `json:"no_suggestion,omitempty"` // why there is no suggested ceiling
-	Warning            string         `json:"warning,omitempty"`       // why the suggestion is doubtful
 	First              time.Time      `json:"first"`
 	Last               time.Time      `json:"last"`
 
@@ -149,12 +148,6 @@ func stepAdvice(name, src string, sd *stepData, o options) stepReport {
 		r.NoSuggestion = err.Error()
 	} else {
 		r.SuggestedCeilingMs = ms(sug.Ceiling)
-		if cut := h.Censored(); float64(cut) > (1-sug.Quantile)*float64(h.Samples) {
-			// Completions recorded past the cut (an answer racing the
-			// ceiling) can carry the Kaplan–Meier estimate past it.
-			r.Warning = fmt.Sprintf("%d of %d attempts (%.1f%%) were cut by a limit, more than 1 - %g: the estimate rests on the few that completed past the cut; raise the ceiling to learn the tail",
-				cut, h.Samples, 100*float64(cut)/float64(h.Samples), sug.Quantile)
-		}
 	}
 	return r
 }

@@ -54,9 +54,6 @@ func writeText(w io.Writer, rep report) error {
 			fmt.Fprintf(&b, "  ceiling: current %s, suggested %s (p%g %s × %g)\n", cur, fmtMs(s.SuggestedCeilingMs),
 				100*s.sug.Quantile, fmtMs(ms(s.sug.Estimate)), s.sug.Margin)
 		}
-		if s.Warning != "" {
-			fmt.Fprintf(&b, "  warning: %s\n", s.Warning)
-		}
 		fmt.Fprintf(&b, "  window %s … %s\n", s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339))
 		writeHistogram(&b, s)
 	}
