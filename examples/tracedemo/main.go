@@ -12,7 +12,7 @@
 // Usage:
 //
 //	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
-//	    [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
+//	    [-transport http|grpc] [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //	    [-export-timeout 500ms]
 //	go run ./examples/tracedemo -runs 2000 [-parallel 32] [-exporter none|otlp]
 //
@@ -46,6 +46,20 @@
 //     Idempotency-Key. Every verdict is ok.
 //   - refused (10ms): below the 20ms floor, every step is refused before
 //     dialing; no provider sees a request.
+//
+// -transport grpc plays the same plan over gRPC: the providers are gRPC
+// services on 127.0.0.1 (deadlinegrpc's server interceptor, clamping the
+// inbound grpc-timeout to the same maximum), called through one connection
+// per provider with deadlinegrpc's client interceptor and otelgrpc
+// (otelbudgetgrpc), each step's policy set per call. Each attempt's lease
+// travels as grpc-timeout instead of the budget header; the scenarios'
+// statuses become gRPC codes (503 UNAVAILABLE, 429 RESOURCE_EXHAUSTED) and
+// Retry-After the grpc-retry-pushback-ms trailer; extract is declared safe
+// to repeat and carries its idempotency key in metadata. Every scenario
+// maps, with the same verdicts; the trace has the same shape, with
+// otelgrpc's CLIENT and SERVER spans (the attempt spans carry
+// deadline.attempt.number, no http.request.resend_count). -runs is HTTP
+// only.
 //
 // Export: the spans and the five deadline.* metrics go to stdout by
 // default, as pretty-printed JSON objects, and stdout then carries nothing
@@ -93,6 +107,7 @@ import (
 // config is what the flags and the environment ask for.
 type config struct {
 	scenario      string
+	transport     string // transportHTTP or transportGRPC
 	seed          uint64
 	budget        time.Duration // 0: the scenario's own
 	exporter      string        // exporterAuto, exporterStdout, exporterOTLP, exporterNone
@@ -110,7 +125,7 @@ type config struct {
 // defaultConfig returns the configuration of a plain `go run`.
 func defaultConfig() config {
 	return config{
-		scenario: "ok", seed: defaultSeed, waterfall: true, parallel: 32,
+		scenario: "ok", transport: transportHTTP, seed: defaultSeed, waterfall: true, parallel: 32,
 		exportTimeout: defaultExportGrace, getenv: func(string) string { return "" },
 	}
 }
@@ -122,6 +137,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("tracedemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.scenario, "scenario", cfg.scenario, "what the providers do: "+strings.Join(scenarioNames(), ", "))
+	fs.StringVar(&cfg.transport, "transport", cfg.transport, "how the agent calls its providers: http (the budget header) or grpc (grpc-timeout)")
 	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
 	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+").\n"+
 		"A budget of yours is shown, not checked: the run exits 0 whatever the verdicts")
@@ -156,6 +172,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if _, err := findScenario(cfg.scenario); err != nil {
 		return cfg, err
 	}
+	if cfg.transport != transportHTTP && cfg.transport != transportGRPC {
+		return cfg, fmt.Errorf("-transport %q: want http or grpc", cfg.transport)
+	}
 	switch cfg.exporter {
 	case exporterAuto, exporterStdout, exporterOTLP, exporterNone:
 	default:
@@ -171,6 +190,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if cfg.runs > 0 && (cfg.scenario != "ok" || budgetSet) {
 		return cfg, fmt.Errorf("-runs plays the ok scenario's plan and budget: -scenario and -budget do not apply")
+	}
+	if cfg.runs > 0 && cfg.transport != transportHTTP {
+		return cfg, fmt.Errorf("-runs plays its plan over HTTP only: -transport %s does not apply", cfg.transport)
 	}
 	if cfg.exportTimeout <= 0 {
 		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 500ms", cfg.exportTimeout)

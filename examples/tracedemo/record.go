@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 )
@@ -61,7 +64,8 @@ type attemptRecord struct {
 	LimitedBy deadline.Limit
 	Used      time.Duration
 	EndedBy   deadline.EndedBy
-	Status    int // the HTTP status of a retryable failure, else 0
+	Status    int    // the HTTP status of a retryable failure, else 0
+	Code      string // the gRPC code of a retryable failure, else ""
 }
 
 // waitRecord is the wait chosen after a failed attempt.
@@ -122,7 +126,7 @@ func (r *recorder) hooks() *deadline.Hooks {
 			c.Attempts = append(c.Attempts, attemptRecord{
 				Number: a.Number, Start: r.since(a.Start), Granted: a.Granted,
 				Remaining: a.Remaining, LimitedBy: a.LimitedBy,
-				Used: res.Duration, EndedBy: res.EndedBy, Status: statusOf(res.Err),
+				Used: res.Duration, EndedBy: res.EndedBy, Status: statusOf(res.Err), Code: codeOf(res.Err),
 			})
 		},
 		Backoff: func(ctx context.Context, b deadline.BackoffInfo) {
@@ -178,4 +182,17 @@ func statusOf(err error) int {
 		return se.StatusCode()
 	}
 	return 0
+}
+
+// codeOf returns the gRPC code an attempt failed with when it is one a
+// provider answers to be retried (UNAVAILABLE, RESOURCE_EXHAUSTED), or "".
+func codeOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	switch c := status.Code(err); c {
+	case codes.Unavailable, codes.ResourceExhausted:
+		return c.String()
+	}
+	return ""
 }

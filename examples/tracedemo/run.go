@@ -61,6 +61,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	runPlan := cfg.execute
 	if runPlan == nil {
 		runPlan = execute
+		if cfg.transport == transportGRPC {
+			runPlan = executeGRPC
+		}
 	}
 
 	tel, err := newTelemetry(ctx, cfg.exporter, stdout, getenv)
@@ -189,9 +192,36 @@ type playOptions struct {
 
 // playWith is play with the options o.
 func playWith(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider, base http.RoundTripper, urls map[string]string, o playOptions) (runRecord, error) {
+	return playOver(ctx, sc, seed, budget, tp, mp, o, func(obs *otelbudget.Observer) (stepCaller, error) {
+		return newHTTPCaller(base, urls, obs), nil
+	})
+}
+
+// stepCaller sends the steps of one run over one transport: HTTP (one
+// shared client) or gRPC (one connection per provider).
+type stepCaller interface {
+	// withPolicy returns ctx carrying p as the policy of the next call.
+	withPolicy(ctx context.Context, p deadline.Policy) context.Context
+	// call sends step s (with the run's idempotency key) and returns its
+	// error, which wraps the *deadline.StopError when the budget stopped it.
+	call(ctx context.Context, s step, key string) error
+	// close releases the caller's connections.
+	close() error
+}
+
+// playOver runs the plan as playWith does, over the transport that dial
+// builds for the run's observer.
+func playOver(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider, o playOptions, dial func(*otelbudget.Observer) (stepCaller, error)) (runRecord, error) {
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(mp))
 	rng := mrand.New(mrand.NewPCG(seed, seed))
 	key := rand.Text() // one Idempotency-Key for the one logical extract call
+
+	// One client for the whole run, as a service shares one: each step's
+	// request carries its own policy next to the deadline.
+	client, err := dial(obs)
+	if err != nil {
+		return runRecord{}, err
+	}
 
 	d := deadline.New(budget)
 	rec := newRecorder(sc, seed, d)
@@ -202,17 +232,14 @@ func playWith(ctx context.Context, sc scenario, seed uint64, budget time.Duratio
 	))
 	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), deadline.Compose(rec.hooks(), o.hooks))
 
-	// One client for the whole run, as a service shares one: each step's
-	// request carries its own policy next to the deadline.
-	client := &http.Client{Transport: sharedTransport(base, obs)}
 	var failed []error
 	plan := agentPlan()
 	for i, s := range plan {
 		if c, ok := o.ceilings[s.name]; ok {
 			s.ceiling = c
 		}
-		sctx := deadlinehttp.WithRequestPolicy(ctx, policyFor(s, rng))
-		err := callStep(sctx, client, urls[s.name], s, key)
+		sctx := client.withPolicy(ctx, policyFor(s, rng))
+		err := client.call(sctx, s, key)
 		if err == nil {
 			continue
 		}
@@ -232,10 +259,38 @@ func playWith(ctx context.Context, sc scenario, seed uint64, budget time.Duratio
 		break
 	}
 	root.End()
-	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
+	if err := client.close(); err != nil {
+		failed = append(failed, err)
 	}
 	return rec.finish(d), errors.Join(failed...)
+}
+
+// httpCaller sends every step through one shared http.Client.
+type httpCaller struct {
+	base   http.RoundTripper
+	client *http.Client
+	urls   map[string]string
+}
+
+// newHTTPCaller returns the HTTP caller of a run: one client over
+// sharedTransport(base, obs), sending each step to its provider's URL.
+func newHTTPCaller(base http.RoundTripper, urls map[string]string, obs *otelbudget.Observer) *httpCaller {
+	return &httpCaller{base: base, client: &http.Client{Transport: sharedTransport(base, obs)}, urls: urls}
+}
+
+func (h *httpCaller) withPolicy(ctx context.Context, p deadline.Policy) context.Context {
+	return deadlinehttp.WithRequestPolicy(ctx, p)
+}
+
+func (h *httpCaller) call(ctx context.Context, s step, key string) error {
+	return callStep(ctx, h.client, h.urls[s.name], s, key)
+}
+
+func (h *httpCaller) close() error {
+	if c, ok := h.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
 }
 
 // budgetStop reports whether err says the budget, not the operation,

@@ -229,15 +229,16 @@ func TestParseFlags(t *testing.T) {
 	cfg, err := parseFlags(nil, env, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, "ok", cfg.scenario)
+	assert.Equal(t, transportHTTP, cfg.transport)
 	assert.Equal(t, uint64(defaultSeed), cfg.seed)
 	assert.Equal(t, exporterAuto, cfg.exporter)
 	assert.Zero(t, cfg.budget, "the scenario's own budget")
 	assert.True(t, cfg.waterfall)
 	assert.Equal(t, 500*time.Millisecond, cfg.exportTimeout, "the export's grace after the run")
 
-	cfg, err = parseFlags([]string{"-scenario", "ratelimited", "-seed", "42", "-budget", "4s", "-exporter", "none", "-waterfall=false"}, env, io.Discard)
+	cfg, err = parseFlags([]string{"-scenario", "ratelimited", "-seed", "42", "-budget", "4s", "-exporter", "none", "-waterfall=false", "-transport", "grpc"}, env, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, config{scenario: "ratelimited", seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace, parallel: 32}, withoutFuncs(cfg))
+	assert.Equal(t, config{scenario: "ratelimited", transport: transportGRPC, seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace, parallel: 32}, withoutFuncs(cfg))
 
 	cfg, err = parseFlags([]string{"-runs", "2000", "-parallel", "4"}, env, io.Discard)
 	require.NoError(t, err)
@@ -259,6 +260,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-runs", "10", "-parallel", "0"}, "want -runs >= 0 and -parallel >= 1"},
 		{[]string{"-runs", "10", "-scenario", "slow"}, "-runs plays the ok scenario's plan and budget"},
 		{[]string{"-runs", "10", "-budget", "2s"}, "-runs plays the ok scenario's plan and budget"},
+		{[]string{"-transport", "quic"}, `-transport "quic": want http or grpc`},
+		{[]string{"-runs", "10", "-transport", "grpc"}, "-runs plays its plan over HTTP only: -transport grpc does not apply"},
 	} {
 		_, err := parseFlags(tc.args, env, io.Discard)
 		require.Error(t, err, "%v", tc.args)

@@ -161,10 +161,13 @@ func axis(budget time.Duration) string {
 }
 
 // endedText says how an attempt ended: its HTTP status for a retryable
-// failure, else the engine's ended_by.
+// failure, or its gRPC code, else the engine's ended_by.
 func endedText(a attemptRecord) string {
 	if a.Status != 0 {
 		return fmt.Sprintf("HTTP %d", a.Status)
+	}
+	if a.Code != "" {
+		return "gRPC " + a.Code
 	}
 	return a.EndedBy.String()
 }
