@@ -214,7 +214,10 @@ func (ps *providers) serveGRPC(tp trace.TracerProvider, listen func(step string)
 		if err != nil {
 			return gs, fmt.Errorf("listen for the %s provider: %w", s.name, err)
 		}
-		srv := grpc.NewServer(opts...)
+		// Stop waits for the handlers still running (a hanging reply ends
+		// with its lease), as http.Server.Shutdown does: their SERVER spans
+		// have ended when the run reports.
+		srv := grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
 		srv.RegisterService(&grpcDesc, ps.byStep[s.name])
 		gs.servers = append(gs.servers, srv)
 		gs.wg.Go(func() {
@@ -228,9 +231,8 @@ func (ps *providers) serveGRPC(tp trace.TracerProvider, listen func(step string)
 	return gs, nil
 }
 
-// stop stops every server (a handler still running ends with its lease,
-// which it is told when the server cancels it) and waits for Serve to
-// return.
+// stop stops every server, waits for the handlers still running (Stop
+// cancels them) and for Serve to return.
 func (gs *grpcProviders) stop() error {
 	for _, srv := range gs.servers {
 		srv.Stop()

@@ -136,7 +136,7 @@ func TestScenariosInMemory(t *testing.T) {
 				require.NoError(t, err)
 				assert.NoError(t, check(sc, rec, ps))
 				// What the loopback runs check holds here too, exactly.
-				assertGuarantees(t, sc, rec, ps, sr.Ended())
+				assertGuarantees(t, transportHTTP, sc, rec, ps, sr.Ended())
 				for _, c := range rec.Calls {
 					for _, a := range c.Attempts {
 						assert.LessOrEqual(t, a.Granted, c.Ceiling, "%s #%d: a lease never exceeds its ceiling", c.Name, a.Number)
