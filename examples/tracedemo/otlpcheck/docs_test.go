@@ -136,13 +136,20 @@ func TestDocsMatchCollector(t *testing.T) {
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}
-	for _, sc := range []struct{ name, budget string }{
-		{"ok", "1s"}, {"tight", "110ms"}, {"slow", "1s"}, {"ratelimited", "3s"}, {"flaky", "1s"}, {"refused", "10ms"},
+	// The gRPC transport's keys (otelgrpc's spans composed with
+	// otelbudgetgrpc) are checked against the same document.
+	for _, sc := range []struct{ name, budget, transport string }{
+		{"ok", "1s", "http"}, {"tight", "110ms", "http"}, {"slow", "1s", "http"}, {"ratelimited", "3s", "http"}, {"flaky", "1s", "http"}, {"refused", "10ms", "http"},
+		{"ok", "1s", "grpc"}, {"ratelimited", "3s", "grpc"},
 	} {
-		t.Run(sc.name, func(t *testing.T) {
+		name := sc.name
+		if sc.transport != "http" {
+			name += "/" + sc.transport
+		}
+		t.Run(name, func(t *testing.T) {
 			s := &sink{}
 			endpoint := httpReceiver(t, s)
-			r := runDemo(t, demoBin, otlpEnv("http/protobuf", endpoint, "otlpcheck"), "-scenario", sc.name, "-budget", sc.budget)
+			r := runDemo(t, demoBin, otlpEnv("http/protobuf", endpoint, "otlpcheck"), "-scenario", sc.name, "-budget", sc.budget, "-transport", sc.transport)
 			require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
 			nSpans, nPoints := exported(t, r.stderr, "otlp http/protobuf")
 			require.Len(t, s.spans(), nSpans, "every span arrived")

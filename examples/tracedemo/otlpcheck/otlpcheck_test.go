@@ -456,6 +456,73 @@ func TestOTLPRoundTrip(t *testing.T) {
 	}
 }
 
+// TestOTLPRoundTripGRPCTransport runs the demo with -transport grpc (the
+// providers are gRPC services, called through otelbudgetgrpc) and exports to
+// a real OTLP/HTTP receiver: every span and point arrives, the trace is call
+// span > otelgrpc CLIENT span > otelgrpc SERVER span, the attempt attributes
+// are on the CLIENT spans and the server's budget on the SERVER spans, no
+// gRPC attempt carries http.request.resend_count, and the deadline.*
+// metrics arrive. As in TestOTLPRoundTrip, -budget keeps the exit code
+// independent of the attempts a loaded machine makes.
+func TestOTLPRoundTripGRPCTransport(t *testing.T) {
+	s := &sink{}
+	endpoint := httpReceiver(t, s)
+	r := runDemo(t, demoBin, otlpEnv("http/protobuf", endpoint, "otlpcheck-grpc"), "-scenario", "ok", "-budget", "1s", "-transport", "grpc")
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+	assert.Contains(t, r.stdout, "verdicts search=")
+	nSpans, nPoints := exported(t, r.stderr, "otlp http/protobuf")
+
+	spans := s.spans()
+	require.Len(t, spans, nSpans, "every span the demo exported arrived")
+	byID := map[pcommon.SpanID]ptrace.Span{}
+	for _, r := range spans {
+		assert.Equal(t, spans[0].span.TraceID(), r.span.TraceID(), "span %s is in the run's one trace", r.span.Name())
+		byID[r.span.SpanID()] = r.span
+	}
+	var clients, servers int
+	for _, r := range spans {
+		sp := r.span
+		switch sp.Kind() {
+		case ptrace.SpanKindClient:
+			clients++
+			assert.True(t, strings.HasPrefix(sp.Name(), "tracedemo.Provider/"), "client span %s is otelgrpc's", sp.Name())
+			call, ok := byID[sp.ParentSpanID()]
+			require.True(t, ok, "client span %s has its call span", sp.Name())
+			_, ok = attrOf(call, string(otelbudget.AttrVerdict))
+			assert.True(t, ok, "the parent of %s is a call span, with its verdict", sp.Name())
+			for _, k := range []string{
+				string(otelbudget.AttrAttemptNumber), string(otelbudget.AttrAttemptGrantedMs), string(otelbudget.AttrAttemptRemainingMs),
+				string(otelbudget.AttrAttemptLimitedBy), string(otelbudget.AttrAttemptEndedBy),
+			} {
+				_, ok := attrOf(sp, k)
+				assert.True(t, ok, "client span %s carries %s", sp.Name(), k)
+			}
+			_, ok = attrOf(sp, "http.request.resend_count")
+			assert.False(t, ok, "no resend count on a gRPC attempt")
+		case ptrace.SpanKindServer:
+			servers++
+			parent, ok := byID[sp.ParentSpanID()]
+			require.True(t, ok, "server span %s has its parent in the trace", sp.Name())
+			assert.Equal(t, ptrace.SpanKindClient, parent.Kind(), "server span %s is the child of the CLIENT span that sent it", sp.Name())
+			for _, k := range []string{
+				string(otelbudget.AttrServerInboundBudgetMs), string(otelbudget.AttrServerMaxBudgetMs), string(otelbudget.AttrServerBudgetMs),
+				string(otelbudget.AttrServerLimitedBy), string(otelbudget.AttrServerFloorMs),
+			} {
+				_, ok := attrOf(sp, k)
+				assert.True(t, ok, "server span %s carries %s", sp.Name(), k)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, clients, 4, "search, fetch at least twice (its first request hangs), extract")
+	assert.Positive(t, servers)
+
+	assert.Equal(t, nPoints, s.dataPoints(), "every metric point the demo exported arrived")
+	metrics := s.metricsByName()
+	for _, name := range []string{otelbudget.MetricCallDuration, otelbudget.MetricAttemptDuration, otelbudget.MetricCallAttempts, otelbudget.MetricCallSlack} {
+		require.Len(t, metrics[name], 1, "%s arrived once", name)
+	}
+}
+
 // TestOTLPRefusals runs the refused scenario, where every step is refused
 // below the floor (nothing in it depends on timing), and checks the
 // refusals counter at the collector: one per step, on each protocol.
