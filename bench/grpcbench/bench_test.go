@@ -81,20 +81,31 @@ func failsafeOpts() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithUnaryInterceptor(failsafegrpc.NewUnaryClientInterceptor[any](rp)), grpc.WithDisableRetry()}
 }
 
-func run(b *testing.B, cc *grpc.ClientConn) {
+func run(b *testing.B, cc *grpc.ClientConn) { runTimeout(b, cc, false) }
+
+// runTimeout runs unary RPCs on cc, each with a context deadline of its own
+// when timeout is set (as a caller without this library would set one).
+func runTimeout(b *testing.B, cc *grpc.ClientConn, timeout bool) {
 	ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
 	in, out := wrapperspb.String("x"), new(wrapperspb.StringValue)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := cc.Invoke(ctx, method, in, out); err != nil {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout {
+			rctx, cancel = context.WithTimeout(ctx, time.Minute)
+		}
+		err := cc.Invoke(rctx, method, in, out)
+		cancel()
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkUnary reports ns/op and allocs/op of one unary RPC, with no
-// interceptor, with deadlinegrpc and with failsafegrpc, over bufconn and
+// interceptor (without and with a context deadline), with deadlinegrpc and
+// with failsafegrpc, over bufconn and
 // over a loopback TCP connection. Run it with -count and compare ranges:
 // on a shared machine one run says little. BenchmarkOverhead is the
 // measure of the overhead itself.
@@ -102,6 +113,7 @@ func BenchmarkUnary(b *testing.B) {
 	for _, network := range []string{"bufconn", "tcp"} {
 		b.Run(network, func(b *testing.B) {
 			b.Run("grpc", func(b *testing.B) { run(b, dialOn(b, network, grpc.WithDisableRetry())) })
+			b.Run("grpc+timeout", func(b *testing.B) { runTimeout(b, dialOn(b, network, grpc.WithDisableRetry()), true) })
 			b.Run("deadlinegrpc", func(b *testing.B) { run(b, dialOn(b, network, deadlineOpts(b)...)) })
 			b.Run("failsafegrpc", func(b *testing.B) { run(b, dialOn(b, network, failsafeOpts()...)) })
 		})
