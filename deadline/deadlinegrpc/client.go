@@ -122,20 +122,22 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
 func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	d, p := c.prepare(ctx, cc, method, true)
 	call := newUnaryCall(opts)
-	_, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
-		call.trailer = nil
+	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
+		if a.Number > 1 {
+			call = newUnaryCall(opts)
+		}
 		err := invoker(actx, method, req, reply, cc, call.opts...)
 		return struct{}{}, c.mark(err, call.trailer)
 	})
 	return wrapError(err)
 }
 
-// unaryCall is what a unary RPC hands each of its attempts: the caller's
+// unaryCall is what a unary RPC hands one of its attempts: the caller's
 // call options followed by one that captures the attempt's trailer into
-// trailer. It is allocated once per RPC, not per attempt, and holds its
-// options in inline when they fit, so that a call with a few options costs
-// one allocation. Attempts run one after the other (deadline.Do never
-// overlaps them), so they may share it.
+// trailer. It holds the options in inline when they fit, so that the first
+// attempt of a call with a few options costs one allocation. A retry gets
+// a new one: an invoker that returned early (an interceptor further down
+// the chain) cannot then write a stale trailer into the next attempt's.
 type unaryCall struct {
 	trailer metadata.MD
 	opts    []grpc.CallOption

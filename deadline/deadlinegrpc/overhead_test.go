@@ -3,11 +3,15 @@ package deadlinegrpc_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
@@ -44,6 +48,27 @@ func TestUnaryPassesTheCallersOptions(t *testing.T) {
 		assert.Len(t, opts[:cap(opts)][n:n+1], 1)
 		assert.Nil(t, opts[:cap(opts)][n], "%d options: the caller's backing array is not written", n)
 	}
+}
+
+// Each attempt gets a trailer capture of its own: an invoker that kept the
+// first attempt's options (an interceptor further down that returned before
+// its call ended) cannot write that attempt's trailer into the next one's.
+func TestUnaryRetryGetsItsOwnTrailerCapture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet), deadlinegrpc.WithPolicy(fixedPolicy()))
+		require.NoError(t, err)
+		var captures []*metadata.MD
+		invoke := func(_ context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+			captures = append(captures, opts[len(opts)-1].(grpc.TrailerCallOption).TrailerAddr)
+			if len(captures) == 1 {
+				return status.Error(codes.Unavailable, "down")
+			}
+			return nil
+		}
+		require.NoError(t, c.UnaryInterceptor()(budgetCtx(t, 5*time.Second), mGet, nil, nil, nil, invoke))
+		require.Len(t, captures, 2)
+		assert.NotSame(t, captures[0], captures[1])
+	})
 }
 
 // A successful unary RPC of a method safe to repeat, without options, costs
