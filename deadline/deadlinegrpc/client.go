@@ -121,14 +121,42 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
 
 func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	d, p := c.prepare(ctx, cc, method, true)
-	_, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
-		var trailer metadata.MD
-		all := make([]grpc.CallOption, len(opts), len(opts)+1)
-		copy(all, opts)
-		err := invoker(actx, method, req, reply, cc, append(all, grpc.Trailer(&trailer))...)
-		return struct{}{}, c.mark(err, trailer)
+	call := newUnaryCall(opts)
+	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
+		if a.Number > 1 {
+			call = newUnaryCall(opts)
+		}
+		err := invoker(actx, method, req, reply, cc, call.opts...)
+		return struct{}{}, c.mark(err, call.trailer)
 	})
 	return wrapError(err)
+}
+
+// unaryCall is what a unary RPC hands one of its attempts: the caller's
+// call options followed by one that captures the attempt's trailer into
+// trailer. It holds the options in inline when they fit, so that the first
+// attempt of a call with a few options costs one allocation. A retry gets
+// a new one: an invoker that returned early (an interceptor further down
+// the chain) cannot then write a stale trailer into the next attempt's.
+type unaryCall struct {
+	trailer metadata.MD
+	opts    []grpc.CallOption
+	inline  [unaryInlineOpts]grpc.CallOption
+}
+
+// unaryInlineOpts is how many call options (the caller's and the trailer
+// capture) a unaryCall holds without a second allocation.
+const unaryInlineOpts = 4
+
+func newUnaryCall(opts []grpc.CallOption) *unaryCall {
+	u := new(unaryCall)
+	all := u.inline[:0]
+	if len(opts)+1 > len(u.inline) {
+		all = make([]grpc.CallOption, 0, len(opts)+1)
+	}
+	all = append(all, opts...)
+	u.opts = append(all, grpc.Trailer(&u.trailer))
+	return u
 }
 
 // prepare finds the RPC's deadline and policy. retry says whether the
@@ -151,20 +179,36 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	if safe && p.MaxAttempts > 1 {
 		c.checkDoubleRetry(ctx, cc, method)
 	}
-	classify := p.Retryable
-	if classify == nil {
-		classify = deadline.IsRetryable
+	p.Retryable = classifier(safe, p.Retryable)
+	return d, p
+}
+
+// classifier returns the classifier of an RPC's attempts: custom (nil:
+// deadline.IsRetryable) for a method that is safe to repeat, except that a
+// pushback refusal is never retried; nothing for any other method. Only a
+// custom classifier costs a closure per RPC.
+func classifier(safe bool, custom func(error) bool) func(error) bool {
+	switch {
+	case !safe:
+		return neverRetry
+	case custom == nil:
+		return retryableUnlessRefused
 	}
-	p.Retryable = func(err error) bool {
-		if !safe {
-			return false
-		}
+	return func(err error) bool {
 		if _, refused := errors.AsType[*PushbackError](err); refused {
 			return false
 		}
-		return classify(err)
+		return custom(err)
 	}
-	return d, p
+}
+
+func neverRetry(error) bool { return false }
+
+func retryableUnlessRefused(err error) bool {
+	if _, refused := errors.AsType[*PushbackError](err); refused {
+		return false
+	}
+	return deadline.IsRetryable(err)
 }
 
 // policyFor applies the order: context, function, client, default.

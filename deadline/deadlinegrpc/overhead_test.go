@@ -1,0 +1,110 @@
+package deadlinegrpc_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+)
+
+// okInvoker stands for grpc-go's invoker without a network: it records the
+// call options of the last attempt and succeeds.
+type okInvoker struct{ opts []grpc.CallOption }
+
+func (i *okInvoker) invoke(_ context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+	i.opts = opts
+	return nil
+}
+
+// The interceptor hands the invoker the caller's call options, in order,
+// followed by one trailer capture, however many options there are (within
+// and beyond those it holds without a second allocation), and leaves the
+// caller's slice alone.
+func TestUnaryPassesTheCallersOptions(t *testing.T) {
+	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet))
+	require.NoError(t, err)
+	for _, n := range []int{0, 1, 3, 4, 9} {
+		opts := make([]grpc.CallOption, n, n+8) // room to append in place
+		for k := range opts {
+			opts[k] = grpc.MaxCallRecvMsgSize(k + 1)
+		}
+		var inv okInvoker
+		require.NoError(t, c.UnaryInterceptor()(t.Context(), mGet, nil, nil, nil, inv.invoke, opts...))
+		require.Len(t, inv.opts, n+1, "%d options", n)
+		for k := range opts {
+			assert.Equal(t, opts[k], inv.opts[k], "%d options: option %d", n, k)
+		}
+		assert.IsType(t, grpc.TrailerCallOption{}, inv.opts[n], "%d options: the last is the trailer capture", n)
+		assert.Len(t, opts[:cap(opts)][n:n+1], 1)
+		assert.Nil(t, opts[:cap(opts)][n], "%d options: the caller's backing array is not written", n)
+	}
+}
+
+// Each attempt gets a trailer capture of its own: an invoker that kept the
+// first attempt's options (an interceptor further down that returned before
+// its call ended) cannot write that attempt's trailer into the next one's.
+func TestUnaryRetryGetsItsOwnTrailerCapture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet), deadlinegrpc.WithPolicy(fixedPolicy()))
+		require.NoError(t, err)
+		var captures []*metadata.MD
+		invoke := func(_ context.Context, _ string, _, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+			captures = append(captures, opts[len(opts)-1].(grpc.TrailerCallOption).TrailerAddr)
+			if len(captures) == 1 {
+				return status.Error(codes.Unavailable, "down")
+			}
+			return nil
+		}
+		require.NoError(t, c.UnaryInterceptor()(budgetCtx(t, 5*time.Second), mGet, nil, nil, nil, invoke))
+		require.Len(t, captures, 2)
+		assert.NotSame(t, captures[0], captures[1])
+	})
+}
+
+// A successful unary RPC of a method safe to repeat, without options, costs
+// the interceptor one allocation of its own (the trailer capture and the
+// option slice, together) on top of deadline.Do's. The bound is the count
+// measured when it was set; deadline.Do's share is measured here too, so
+// that a change in the engine does not fail this test.
+func TestUnaryAllocations(t *testing.T) {
+	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet))
+	require.NoError(t, err)
+	ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+	var inv okInvoker
+	unary, invoke := c.UnaryInterceptor(), grpc.UnaryInvoker(inv.invoke)
+	got := testing.AllocsPerRun(200, func() {
+		_ = unary(ctx, mGet, nil, nil, nil, invoke)
+	})
+	d, _ := deadline.FromContext(ctx)
+	p := deadline.DefaultPolicy()
+	p.Name = mGet[1:]
+	p.Retryable = func(error) bool { return false }
+	engine := testing.AllocsPerRun(200, func() {
+		_, _ = deadline.Do(ctx, d, p, func(context.Context, deadline.AttemptInfo) (struct{}, error) { return struct{}{}, nil })
+	})
+	assert.LessOrEqual(t, got-engine, 1.0, "interceptor %v allocs/op, deadline.Do %v", got, engine)
+}
+
+// BenchmarkUnaryInterceptor measures the interceptor alone (no network):
+// what it adds to an RPC on the caller's goroutine.
+func BenchmarkUnaryInterceptor(b *testing.B) {
+	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet))
+	require.NoError(b, err)
+	ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+	var inv okInvoker
+	unary, invoke := c.UnaryInterceptor(), grpc.UnaryInvoker(inv.invoke)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = unary(ctx, mGet, nil, nil, nil, invoke)
+	}
+}
