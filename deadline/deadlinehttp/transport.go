@@ -99,6 +99,9 @@ import (
 // The policy's classifier ([deadline.Policy.Retryable]) then decides as
 // usual. A response with any other status is a success, returned as it is.
 //
+// The transport does not hedge: a policy's [deadline.Policy.Hedge] is
+// ignored, and every request has at most one attempt in flight.
+//
 // With a retry budget ([WithRetryBudget], or the policy's own
 // [deadline.Policy.RetryBudget]), every request's first attempt counts as a
 // deposit and each retry asks the budget, before its wait, for a token: a
@@ -199,6 +202,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !retrySafe(req) {
 		p.Retryable = never
 	}
+	// The transport does not hedge (yet): its attempts share the call's
+	// open response and request body, one at a time.
+	p.Hedge = nil
 	c.floor, c.budget = p.Floor, p.RetryBudget
 
 	resp, err := deadline.Do(c, d, p, c.attempt)
