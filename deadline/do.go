@@ -49,6 +49,24 @@ import (
 // sleeps first). Every first attempt that starts is counted in
 // p.RetryBudget as a deposit. The wait ends early if ctx ends.
 //
+// Hedging: with [Policy.Hedge] set (MaxHedges > 0), every attempt runs op
+// on a goroutine of its own, and when the latest attempt has run for the
+// hedge delay without any attempt of its round returning, a hedge (another
+// attempt, [AttemptInfo.Hedge]) starts beside it, if: fewer than
+// 1 + MaxHedges attempts are in flight, fewer than MaxAttempts have
+// started, no attempt of the round has failed yet, the caller's context is
+// live, rules 2 and 3 grant it a lease (no hedge below the floor), and
+// p.RetryBudget, if set, grants it a token (hedges and retries draw on it
+// together; a denied hedge is not started and the round goes on). The first
+// attempt to succeed wins: its value is returned and the others' contexts
+// are canceled with the cause [ErrHedgeLost]; they end with
+// [EndedHedgeLost], and a value one of them returns anyway is given to
+// [Hedge.Discard]. Do returns only once every attempt it started has
+// returned, so op must honour its context's cancellation promptly. A failed
+// attempt does not end the round while another runs: Do waits for the
+// others, and when all failed the last one to end decides, as above,
+// whether a retry follows.
+//
 // Every StopError keeps the attempts made and the last attempt's error, so
 // errors.Is(err, lastErr) holds. A nil ctx, a zero d, an invalid policy or a
 // nil op returns a [*PolicyError] (checked in that order) before anything
@@ -107,7 +125,14 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 		if n == 1 && r.p.RetryBudget != nil {
 			r.p.RetryBudget.deposit()
 		}
-		v, err := attempt(ctx, &r, &a, cause, op)
+		var v T
+		var err error
+		if r.p.Hedge == nil || r.p.Hedge.MaxHedges == 0 {
+			v, err = attempt(ctx, &r, &a, cause, op)
+		} else {
+			v, err = hedgedCopy(ctx, &r, a, cause, op)
+			n = r.attempts
+		}
 		if err == nil {
 			if r.h != nil {
 				r.stop(ctx, ReasonSuccess, 0)
@@ -135,6 +160,7 @@ type run struct {
 	retry           bool
 	ceilingTimeouts int
 	deadlineCuts    int
+	hedges          int
 	balance         int // the retry budget's balance when it denied a retry
 	done            bool
 }
@@ -316,7 +342,7 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 		r.h.CallEnd(ctx, CallResult{
 			Name: r.p.Name, Reason: reason, Attempts: r.attempts, Err: err,
 			Duration: time.Since(r.start), Remaining: remaining,
-			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts,
+			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts, Hedges: r.hedges,
 		})
 	}
 	return err
@@ -329,7 +355,7 @@ func (r *run) closeOnPanic(ctx context.Context) {
 		r.h.CallEnd(ctx, CallResult{
 			Name: r.p.Name, Reason: ReasonPanic, Attempts: r.attempts,
 			Duration: time.Since(r.start), Remaining: time.Until(r.end),
-			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts,
+			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts, Hedges: r.hedges,
 		})
 	}
 }

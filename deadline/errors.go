@@ -25,6 +25,13 @@ func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 func (e *timeoutError) ErrorType() string    { return e.typ }
 
+// hedgeLostError is the sentinel ErrHedgeLost: it matches context.Canceled.
+type hedgeLostError struct{}
+
+func (*hedgeLostError) Error() string        { return "deadline: another attempt won the hedge" }
+func (*hedgeLostError) Is(target error) bool { return target == context.Canceled }
+func (*hedgeLostError) ErrorType() string    { return "hedge_lost" }
+
 // reasonError is a sentinel with an error.type of its own.
 type reasonError struct{ msg, typ string }
 
@@ -64,6 +71,11 @@ var (
 	// a server asked to wait longer than what was left. It matches
 	// context.DeadlineExceeded.
 	ErrRetryAfterExceedsBudget error = &timeoutError{"deadline: Retry-After would outlast the deadline", "retry_after_exceeds_budget"}
+
+	// ErrHedgeLost is the context cause of an attempt canceled because
+	// another attempt of the same call succeeded first ([Policy.Hedge],
+	// [EndedHedgeLost]). It matches context.Canceled. Do never returns it.
+	ErrHedgeLost error = &hedgeLostError{}
 
 	// ErrCanceled is the sentinel of [ReasonCanceled]: the caller's context
 	// was canceled. It matches context.Canceled.

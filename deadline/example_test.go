@@ -181,3 +181,28 @@ func ExampleNewRetryBudget() {
 	// inventory: retry budget exhausted (balance 0) (after 1 attempt): 503 Service Unavailable
 	// 10 calls: 12 attempts sent (a loop without the budget sends 30), 10 retries denied
 }
+
+// Hedging: when the first attempt has not answered after the delay (here
+// 40ms, say the operation's p95), a second one starts beside it; the first
+// success wins and the other is canceled with ErrHedgeLost.
+func ExampleHedge() {
+	p := deadline.Policy{
+		Name: "lookup", MaxAttempts: 2, Floor: 20 * time.Millisecond,
+		Hedge: &deadline.Hedge{Delay: 40 * time.Millisecond, MaxHedges: 1},
+	}
+	lookup := func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
+		took := time.Hour // the first attempt is stuck
+		if a.Hedge {
+			took = time.Millisecond
+		}
+		select {
+		case <-time.After(took):
+			return fmt.Sprintf("answer from attempt %d (hedge: %t)", a.Number, a.Hedge), nil
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+	}
+	v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, lookup)
+	fmt.Println(v, err)
+	// Output: answer from attempt 2 (hedge: true) <nil>
+}

@@ -56,8 +56,15 @@ const (
 	// limit was reached. (A cancellation at the very instant the limit is
 	// reached is ordered by whichever reached the attempt's context first.)
 	EndedCanceled
-	// EndedPanic: the operation panicked.
+	// EndedPanic: the operation panicked (or, with hedging, another
+	// attempt of the call panicked and this one was canceled).
 	EndedPanic
+	// EndedHedgeLost: another attempt of the same call succeeded first
+	// ([Policy.Hedge]); this one was canceled with [ErrHedgeLost] and its
+	// result discarded. It is neither slow nor cut by the deadline: it
+	// counts in neither [CallResult.CeilingTimeouts] nor
+	// [CallResult.DeadlineCuts].
+	EndedHedgeLost
 )
 
 var endedNames = [...]string{
@@ -67,6 +74,7 @@ var endedNames = [...]string{
 	EndedDeadline:       "deadline",
 	EndedCanceled:       "canceled",
 	EndedPanic:          "panic",
+	EndedHedgeLost:      "hedge_lost",
 }
 
 // String returns the stable snake_case name ("completed", "attempt_timeout", …).
@@ -123,6 +131,9 @@ type AttemptInfo struct {
 	// learned ceiling was derived from (e.g. 0.99), when Ceiling came from
 	// the policy's [CeilingSource]; 0 otherwise.
 	CeilingQuantile float64
+	// Hedge is true when the attempt is a hedge ([Policy.Hedge]): it
+	// started while an earlier attempt of the call was still running.
+	Hedge bool
 }
 
 // AttemptResult describes how an attempt ended.
@@ -131,6 +142,10 @@ type AttemptResult struct {
 	Err       error // nil when EndedBy is EndedCompleted
 	Retryable bool  // the classifier's answer for Err
 	EndedBy   EndedBy
+	// HedgeWinner is true when the attempt succeeded while other attempts
+	// of the call were running or had run beside it ([Policy.Hedge]): its
+	// value is the call's, and theirs end with [EndedHedgeLost].
+	HedgeWinner bool
 }
 
 // BackoffInfo describes the wait chosen after a failed attempt.
@@ -171,8 +186,12 @@ type CallResult struct {
 	// DeadlineCuts counts the attempts that ended with [EndedDeadline]: the
 	// shared deadline (less the floor) bound the grant, below the ceiling or
 	// with no ceiling, and was reached first. At most one per call, the
-	// last, since the deadline is not retried.
+	// last, since the deadline is not retried (with hedging, the attempts
+	// that were running together when it was reached).
 	DeadlineCuts int
+	// Hedges counts the attempts started as hedges ([AttemptInfo.Hedge]);
+	// they are included in Attempts.
+	Hedges int
 }
 
 // Hooks is a set of optional callbacks that observe a call made by [Do],
@@ -180,6 +199,15 @@ type CallResult struct {
 // run synchronously on the calling goroutine, in this order: CallStart, then
 // for each attempt AttemptStart and AttemptEnd, with Backoff between
 // attempts, then CallEnd.
+//
+// With hedging ([Policy.Hedge]) attempts overlap, and so do their hooks:
+// a hedge's AttemptStart comes after the earlier attempt's AttemptStart and
+// before its AttemptEnd, and the AttemptEnds come in the order the attempts
+// ended. Every hook is still called on the calling goroutine, one at a
+// time (the operations run on goroutines of their own), so a hook never
+// runs concurrently with another hook of the same call; a hook that keeps
+// per-attempt state must key it by attempt (the context AttemptStart
+// returns, or [AttemptInfo.Number]), not keep one "current attempt".
 //
 // Every hook that began is closed, also on a panic in the operation or in a
 // hook, which then goes on unchanged: once CallStart has returned, CallEnd

@@ -62,6 +62,13 @@ type Policy struct {
 	// makes the policy invalid.
 	RetryBudget *RetryBudget
 
+	// Hedge, when set with MaxHedges > 0, turns on hedged attempts: when
+	// an attempt has run for the hedge delay without returning, another
+	// one starts alongside it, and the first success wins (see [Hedge] and
+	// [Do]). Setting it declares op safe to repeat concurrently. Nil (the
+	// default) or MaxHedges 0: no hedging, and Do's cost is unchanged.
+	Hedge *Hedge
+
 	// Rand draws the backoff jitter: it returns a uniform value in [0, n),
 	// like (*rand.Rand).Int64N. Nil uses math/rand/v2's global source. Set a
 	// seeded source for reproducible runs; it must be safe for concurrent
@@ -71,6 +78,47 @@ type Policy struct {
 	// Hooks observe every call made with this policy, after any hooks carried
 	// by the context ([WithHooks]). May be nil.
 	Hooks *Hooks
+}
+
+// Hedge configures hedged attempts ([Policy.Hedge]): a second (third, …)
+// attempt started while the earlier ones still run, to cut the latency tail
+// of an operation that is sometimes slow. Hedging is only for an operation
+// that is safe to repeat, and safe to run twice at once: setting
+// [Policy.Hedge] declares it so (the deadlinehttp Transport does not hedge
+// yet).
+//
+// Each hedge is an attempt in every rule: it is granted its own lease,
+// min(ceiling, remaining − floor), and none starts at or below the floor; it
+// counts against [Policy.MaxAttempts]; with a [Policy.RetryBudget] it takes
+// a token like a retry, and a denied hedge is simply not started.
+type Hedge struct {
+	// Delay is how long an attempt runs before the next hedge starts,
+	// typically the operation's p95 latency. Must be > 0 when MaxHedges >
+	// 0, and never < 0.
+	Delay time.Duration
+
+	// MaxHedges is how many hedges may run at once beside the attempt they
+	// hedge: at most 1 + MaxHedges attempts are in flight. Must be >= 0; 0
+	// turns hedging off.
+	MaxHedges int
+
+	// DelaySource, when set, supplies the delay per step, e.g. a learned
+	// p95. It is asked once per round of attempts, with the policy's Name;
+	// when it answers ok with a positive delay that delay replaces Delay.
+	// It must be safe for concurrent use and cheap.
+	DelaySource HedgeDelaySource
+
+	// Discard, when set, is given the value of every attempt that
+	// succeeded after another attempt had already won, before Do returns,
+	// on the calling goroutine, so that what it holds (a response body, a
+	// connection) is released. Nil: such values are dropped.
+	Discard func(v any)
+}
+
+// HedgeDelaySource supplies a hedge delay per step ([Hedge.DelaySource]).
+// It reports ok=false when it has none, and [Hedge.Delay] applies.
+type HedgeDelaySource interface {
+	HedgeDelay(step string) (time.Duration, bool)
 }
 
 // CeilingSource supplies per-attempt ceilings learned from past attempts
@@ -131,6 +179,21 @@ func (p *Policy) validate() error {
 		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
 	case p.RetryBudget != nil && p.RetryBudget.bucket == 0:
 		return &PolicyError{"Policy.RetryBudget", "RetryBudget{}", "nil or a budget from NewRetryBudget"}
+	case p.Hedge != nil:
+		return p.Hedge.validate()
+	}
+	return nil
+}
+
+// validate reports an invalid Hedge as a [*PolicyError].
+func (h *Hedge) validate() error {
+	switch {
+	case h.MaxHedges < 0:
+		return &PolicyError{"Policy.Hedge.MaxHedges", h.MaxHedges, ">= 0 (0: no hedging)"}
+	case h.Delay < 0:
+		return &PolicyError{"Policy.Hedge.Delay", h.Delay, "> 0"}
+	case h.MaxHedges > 0 && h.Delay == 0:
+		return &PolicyError{"Policy.Hedge.Delay", h.Delay, "> 0 when Policy.Hedge.MaxHedges > 0 (the wait before a hedge starts, e.g. the p95 latency)"}
 	}
 	return nil
 }

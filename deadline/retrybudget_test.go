@@ -144,7 +144,7 @@ func TestRetryBudgetWindowSlides(t *testing.T) {
 		assert.Equal(t, 5, b.Balance())
 		time.Sleep(5*time.Second - time.Nanosecond)
 		assert.Equal(t, 5, b.Balance(), "bucket 0 is still inside the window")
-		time.Sleep(time.Nanosecond)
+		time.Sleep(time.Nanosecond) // the instant the bucket leaves
 		assert.Equal(t, 2, b.Balance(), "bucket 0 left the window at 10s")
 		time.Sleep(5 * time.Second)
 		assert.Equal(t, 0, b.Balance(), "everything expired")

@@ -18,13 +18,19 @@ import (
 // (slog renders them). Attribute keys are stable:
 //
 //   - attempt lines ("deadline attempt"): step, attempt, granted, limited_by,
-//     remaining, duration, ended_by, and retryable and error only when the
-//     attempt failed;
+//     remaining, duration, ended_by, hedge (true) only for a hedge
+//     ([AttemptInfo.Hedge]), hedge_winner (true) only for the attempt that
+//     won against others ([AttemptResult.HedgeWinner]), and retryable and
+//     error only when the attempt failed (a hedge loser, [EndedHedgeLost],
+//     did not fail: it is logged at Debug, without them);
 //   - backoff lines ("deadline backoff"): step, attempt, delay, source,
 //     remaining, fits, and retry_denied and retry_balance only when the
 //     policy's retry budget was asked ([BackoffInfo.RetryBudget]);
 //   - call lines ("deadline call"): step, reason, verdict, attempts,
-//     duration, remaining, and error only when the call failed.
+//     duration, remaining, hedges only when hedges started
+//     ([CallResult.Hedges]), and error only when the call failed.
+//
+// Its hooks keep no state, so they serve overlapping (hedged) attempts.
 func LogHooks(l *slog.Logger) *Hooks {
 	if l == nil {
 		l = slog.Default()
@@ -32,7 +38,7 @@ func LogHooks(l *slog.Logger) *Hooks {
 	return &Hooks{
 		AttemptEnd: func(ctx context.Context, a AttemptInfo, r AttemptResult) {
 			level := slog.LevelDebug
-			if r.Err != nil {
+			if r.Err != nil && r.EndedBy != EndedHedgeLost {
 				level = slog.LevelInfo
 			}
 			if !l.Enabled(ctx, level) {
@@ -44,7 +50,13 @@ func LogHooks(l *slog.Logger) *Hooks {
 				slog.Duration("remaining", a.Remaining), slog.Duration("duration", r.Duration),
 				slog.String("ended_by", r.EndedBy.String()),
 			}
-			if r.Err != nil {
+			if a.Hedge {
+				attrs = append(attrs, slog.Bool("hedge", true))
+			}
+			if r.HedgeWinner {
+				attrs = append(attrs, slog.Bool("hedge_winner", true))
+			}
+			if r.Err != nil && r.EndedBy != EndedHedgeLost {
 				attrs = append(attrs, slog.Bool("retryable", r.Retryable), slog.String("error", r.Err.Error()))
 			}
 			l.LogAttrs(ctx, level, "deadline attempt", attrs...)
@@ -66,6 +78,9 @@ func LogHooks(l *slog.Logger) *Hooks {
 				slog.String("step", r.Name), slog.String("reason", r.Reason.String()),
 				slog.String("verdict", VerdictOf(r).String()), slog.Int("attempts", r.Attempts), slog.Duration("duration", r.Duration),
 				slog.Duration("remaining", r.Remaining),
+			}
+			if r.Hedges > 0 {
+				attrs = append(attrs, slog.Int("hedges", r.Hedges))
 			}
 			if r.Err != nil {
 				level = slog.LevelWarn

@@ -59,6 +59,9 @@ func (at *attempt) startAttrs() []attribute.KeyValue {
 	if a.CeilingQuantile > 0 {
 		attrs = append(attrs, AttrAttemptCeilingQuantile.Float64(a.CeilingQuantile))
 	}
+	if a.Hedge {
+		attrs = append(attrs, AttrAttemptHedge.Bool(true))
+	}
 	if at.client && a.Number > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))
 	}
@@ -97,8 +100,13 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 	}
 	attrs := make([]attribute.KeyValue, 0, 4)
 	attrs = append(attrs, AttrAttemptEndedBy.String(r.EndedBy.String()))
-	failed := r.EndedBy != deadline.EndedCompleted
-	if r.Err != nil {
+	if r.HedgeWinner {
+		attrs = append(attrs, AttrAttemptHedgeWinner.Bool(true))
+	}
+	// A hedge that lost did not fail: another attempt's success ended it.
+	lost := r.EndedBy == deadline.EndedHedgeLost
+	failed := r.EndedBy != deadline.EndedCompleted && !lost
+	if r.Err != nil && !lost {
 		attrs = append(attrs, AttrAttemptRetryable.Bool(r.Retryable))
 		if ra, ok := deadline.RetryAfterOf(r.Err); ok {
 			attrs = append(attrs, AttrRetryAfterMs.Int64(ms(ra)))
@@ -110,7 +118,7 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 		// that error.type takes the same values with or without it.
 		attrs = append(attrs, semconv.ErrorTypeKey.String(attemptErrorType(r)))
 	}
-	canceled := r.EndedBy == deadline.EndedCanceled
+	canceled := r.EndedBy == deadline.EndedCanceled || lost
 	if at.client {
 		// The client instrumentation owns the status; only a caller's
 		// cancellation is taken back from Error, and a failure it did not
@@ -214,7 +222,7 @@ func (at *attempt) clientStatus(code codes.Code, desc string) {
 	switch {
 	case at.outcome == 0:
 		at.status, at.desc, at.statusOK = code, desc, true
-	case at.outcome == deadline.EndedCanceled && code == codes.Error:
+	case (at.outcome == deadline.EndedCanceled || at.outcome == deadline.EndedHedgeLost) && code == codes.Error:
 	case !at.ended:
 		at.span.SetStatus(code, desc)
 	}

@@ -43,6 +43,9 @@ const (
 	// AttrDeadlineCuts counts attempts ended by the shared deadline
 	// ([deadline.CallResult.DeadlineCuts]).
 	AttrDeadlineCuts = attribute.Key("deadline.deadline_cuts")
+	// AttrHedges counts the attempts started as hedges
+	// ([deadline.CallResult.Hedges]); set only when at least one started.
+	AttrHedges = attribute.Key("deadline.hedges")
 )
 
 // On each attempt span (the observer's own INTERNAL span, or with
@@ -66,7 +69,7 @@ const (
 	// ceiling was learned ([deadline.AttemptInfo.CeilingQuantile]).
 	AttrAttemptCeilingQuantile = attribute.Key("deadline.attempt.ceiling_quantile")
 	// AttrAttemptEndedBy says what ended the attempt: "completed", "error",
-	// "attempt_timeout", "deadline", "canceled" or "panic".
+	// "attempt_timeout", "deadline", "canceled", "panic" or "hedge_lost".
 	AttrAttemptEndedBy = attribute.Key("deadline.attempt.ended_by")
 	// AttrAttemptRetryable is the classifier's answer for the attempt's
 	// error; set only when the attempt failed.
@@ -100,6 +103,15 @@ const (
 	// its decision ([deadline.BackoffInfo.RetryBalance]): 0 or less when it
 	// denied the retry, negative when overload charges overdrew it.
 	AttrRetryBudgetBalance = attribute.Key("deadline.retry_budget.balance")
+	// AttrAttemptHedge is true on an attempt started as a hedge, beside an
+	// earlier attempt still running ([deadline.AttemptInfo.Hedge]); unset
+	// otherwise.
+	AttrAttemptHedge = attribute.Key("deadline.attempt.hedge")
+	// AttrAttemptHedgeWinner is true on the attempt whose success won
+	// against other attempts of the call
+	// ([deadline.AttemptResult.HedgeWinner]); unset otherwise. The losers
+	// end with ended_by "hedge_lost", without an error status.
+	AttrAttemptHedgeWinner = attribute.Key("deadline.attempt.hedge_winner")
 )
 
 // BackoffEventName is the name of the event added to the call span for every

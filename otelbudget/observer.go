@@ -155,8 +155,9 @@ func (o *Observer) newHooks(client bool) *deadline.Hooks {
 type callKey struct{ o *Observer }
 
 // call is the state of one observed call, from CallStart to CallEnd. The
-// engine runs the hooks of one call on one goroutine, one after the other,
-// so it needs no lock.
+// engine runs the hooks of one call on one goroutine, one after the other
+// (hedged attempts included: their hooks interleave, they never run at
+// once), so it needs no lock.
 //
 // The counters make a second attachment of the same observer to the same
 // call harmless: the composed hooks run once per attachment, and every run
@@ -167,10 +168,59 @@ type call struct {
 	span     trace.Span // nil when the call span is not recording
 	client   bool       // attached through ClientHooks at least once
 	attempts int        // the latest attempt started
-	measured int        // the latest attempt whose end was recorded
+	measured uint64     // attempts 1 to 64 whose end was recorded, a bit each
+	measure  int        // past 64: the latest attempt whose end was recorded
 	backoffs int        // the latest attempt whose backoff was recorded
 	ended    bool       // CallEnd was recorded
 	cur      *attempt   // the latest attempt, until its span is settled
+	// earlier holds, with hedging, the attempts that were still open when
+	// a later one started (a hedge): attempts overlap, and each is found
+	// by its number. Nil without hedging.
+	earlier []*attempt
+}
+
+// endSeen records that attempt n's end was recorded and reports whether it
+// already was. Hedged attempts end in any order; past 64 attempts it falls
+// back to the latest number, enough for attempts that do not overlap.
+func (c *call) endSeen(n int) bool {
+	if n >= 1 && n <= 64 {
+		bit := uint64(1) << (n - 1)
+		seen := c.measured&bit != 0
+		c.measured |= bit
+		return seen
+	}
+	if n <= c.measure {
+		return true
+	}
+	c.measure = n
+	return false
+}
+
+// open returns the attempt numbered n still held by the call, or nil.
+func (c *call) open(n int) *attempt {
+	if c.cur != nil && c.cur.info.Number == n {
+		return c.cur
+	}
+	for _, at := range c.earlier {
+		if at.info.Number == n {
+			return at
+		}
+	}
+	return nil
+}
+
+// hold makes at the call's latest attempt, keeping the previous one when it
+// has not ended yet (a hedge started beside it).
+func (c *call) hold(at *attempt) {
+	if prev := c.cur; prev != nil {
+		prev.mu.Lock()
+		running := prev.outcome == 0
+		prev.mu.Unlock()
+		if running {
+			c.earlier = append(c.earlier, prev)
+		}
+	}
+	c.cur = at
 }
 
 func (o *Observer) callState(ctx context.Context) *call {
@@ -241,7 +291,7 @@ func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) con
 		return o.pendClientAttempt(ctx, c, a)
 	}
 	at := &attempt{o: o, info: a}
-	c.cur = at
+	c.hold(at)
 	ctx, at.span = o.tracer.Start(ctx, o.cache.attemptName(a.Name),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.Start),
 		trace.WithAttributes(at.startAttrs()...))
@@ -256,23 +306,22 @@ type attemptKey struct{ o *Observer }
 // tracer of ClientTracerProvider starts in it.
 func (o *Observer) pendClientAttempt(ctx context.Context, c *call, a deadline.AttemptInfo) context.Context {
 	at := &attempt{o: o, info: a, client: true, parent: ctx}
-	c.cur = at
+	c.hold(at)
 	return context.WithValue(ctx, attemptKey{o}, at)
 }
 
 func (o *Observer) attemptEnd(ctx context.Context, a deadline.AttemptInfo, r deadline.AttemptResult) {
 	c := o.callState(ctx)
-	if c != nil {
-		if a.Number <= c.measured {
-			return
-		}
-		c.measured = a.Number
+	if c != nil && c.endSeen(a.Number) {
+		return
 	}
 	if o.metrics {
 		o.inst.attemptDuration.Record(ctx, r.Duration.Seconds(), o.cache.attemptOpts(attemptMetricKey{a.Name, r.EndedBy})...)
 	}
-	if c != nil && c.cur != nil && c.cur.info.Number == a.Number {
-		c.cur.finish(r)
+	if c != nil {
+		if at := c.open(a.Number); at != nil {
+			at.finish(r)
+		}
 	}
 }
 
@@ -296,7 +345,7 @@ func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 		attrs = append(attrs, AttrRetryBudgetDenied.Bool(b.RetryDenied), AttrRetryBudgetBalance.Int(b.RetryBalance))
 	}
 	c.span.AddEvent(BackoffEventName, trace.WithAttributes(attrs...))
-	if at := c.cur; at != nil && at.info.Number == b.Attempt {
+	if at := c.open(b.Attempt); at != nil {
 		at.backoff(b)
 	}
 }
@@ -329,6 +378,10 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		at.settle()
 		c.cur = nil
 	}
+	for _, at := range c.earlier {
+		at.settle()
+	}
+	c.earlier = nil
 	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs,
 		AttrRemainingMs.Int64(ms(r.Remaining)),
@@ -338,6 +391,9 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		AttrCeilingTimeouts.Int(r.CeilingTimeouts),
 		AttrDeadlineCuts.Int(r.DeadlineCuts),
 	)
+	if r.Hedges > 0 {
+		attrs = append(attrs, AttrHedges.Int(r.Hedges))
+	}
 	// error.type says why the call did not succeed; the status says whether
 	// that counts as an error, which a caller's cancellation does not.
 	if r.Reason != deadline.ReasonSuccess {

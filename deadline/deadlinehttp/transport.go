@@ -99,6 +99,20 @@ import (
 // The policy's classifier ([deadline.Policy.Retryable]) then decides as
 // usual. A response with any other status is a success, returned as it is.
 //
+// # Hedging
+//
+// With a policy that hedges ([deadline.Policy.Hedge]), a request that may
+// be retried (above) is also hedged: when an attempt has had no answer for
+// the hedge delay, the same request is sent again beside it, with a body
+// from GetBody, under the engine's rules (its own lease, none below the
+// floor, counted against MaxAttempts and the retry budget). The first
+// success is returned; the other requests are canceled, and a response one
+// of them got anyway is closed. Of retryable answers only the latest stays
+// open, to be returned if no retry follows; the others are drained and
+// closed. A request that may not be retried (a POST without an
+// Idempotency-Key, a body that cannot be replayed) is simply not hedged: it
+// is sent once, as without hedging.
+//
 // With a retry budget ([WithRetryBudget], or the policy's own
 // [deadline.Policy.RetryBudget]), every request's first attempt counts as a
 // deposit and each retry asks the budget, before its wait, for a token: a
@@ -196,17 +210,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		p.Name = "HTTP " + method
 	}
-	if !retrySafe(req) {
-		p.Retryable = never
+	op := c.attempt
+	switch {
+	case !retrySafe(req):
+		// Sent once: neither retried nor hedged.
+		p.Retryable, p.Hedge = never, nil
+	case p.Hedge != nil && p.Hedge.MaxHedges > 0:
+		h := *p.Hedge // the caller's stays as it is
+		h.Discard = discardResponse
+		p.Hedge, op = &h, c.hedgeAttempt
 	}
 	c.floor, c.budget = p.Floor, p.RetryBudget
 
-	resp, err := deadline.Do(c, d, p, c.attempt)
+	resp, err := deadline.Do(c, d, p, op)
 	returned = true
 	if !c.sent {
 		closeBody(req)
 	}
 	if err == nil {
+		if c.open != resp {
+			// A hedge that lost kept a retryable answer open.
+			c.discard(MaxDrainTime)
+		}
 		c.open = nil
 		return resp, nil
 	}
@@ -245,6 +270,11 @@ type call struct {
 	// response is open.
 	open   *http.Response
 	status *StatusError
+
+	// mu guards sent, open and status while hedged attempts
+	// (hedgeAttempt) run at once; the engine's hooks and RoundTrip run
+	// when none does.
+	mu sync.Mutex
 }
 
 type callKey struct{}
@@ -316,22 +346,72 @@ func (c *call) abandon() {
 func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Response, error) {
 	c.discard(MaxDrainTime) // only if no Backoff hook could: never two open responses
 	c.sent = true
+	resp, se, err := c.send(actx, a, false)
+	if resp != nil {
+		c.open, c.status = resp, se
+	}
+	return resp, err
+}
+
+// hedgeAttempt is attempt for a hedged call, whose attempts run at once:
+// it keeps only a retryable answer open, the latest, and drains and closes
+// the one it replaces; a success is the engine's to return or, when
+// another attempt won, to discard (discardResponse).
+func (c *call) hedgeAttempt(actx context.Context, a deadline.AttemptInfo) (*http.Response, error) {
+	c.mu.Lock()
+	c.sent = true
+	c.mu.Unlock()
+	resp, se, err := c.send(actx, a, true)
+	if se != nil {
+		c.mu.Lock()
+		old := &call{open: c.open, status: c.status}
+		c.open, c.status = resp, se
+		c.mu.Unlock()
+		old.discard(MaxDrainTime)
+		return nil, err
+	}
+	return resp, err
+}
+
+// discardResponse releases the response of a hedged attempt that
+// succeeded after another had won ([deadline.Hedge.Discard]).
+func discardResponse(v any) {
+	if resp, ok := v.(*http.Response); ok && resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+}
+
+// send sends attempt a and returns its response: with a nil error on a
+// success, with its StatusError when it is a retryable answer (the error
+// then wraps it, and the response is open), or nil and the error. A hedged
+// attempt's lease also ends when the attempt loses ([deadline.ErrHedgeLost]):
+// the request is canceled, and so is the reading of an answer it got.
+func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (*http.Response, *StatusError, error) {
 	req := c.req
 	cause := deadline.ErrDeadlineReached
 	if a.LimitedBy == deadline.LimitCeiling {
 		cause = deadline.ErrCeilingReached
 	}
 	l := newLease(c.Context, actx, cause)
+	if hedged {
+		// Runs once, when the engine ends actx: at the latest as the
+		// attempt ends.
+		context.AfterFunc(actx, func() {
+			if context.Cause(actx) == deadline.ErrHedgeLost {
+				l.cancelCause(deadline.ErrHedgeLost)
+			}
+		})
+	}
 	r := req.Clone(l)
 	if a.Number > 1 && req.Body != nil && req.Body != http.NoBody {
 		if req.GetBody == nil { // the classifier never retries such a request
 			l.release()
-			return nil, fmt.Errorf("deadlinehttp: attempt %d of %s %s: the body cannot be replayed (no GetBody)", a.Number, req.Method, req.URL.Redacted())
+			return nil, nil, fmt.Errorf("deadlinehttp: attempt %d of %s %s: the body cannot be replayed (no GetBody)", a.Number, req.Method, req.URL.Redacted())
 		}
 		body, err := getBody(req, l)
 		if err != nil {
 			l.release()
-			return nil, fmt.Errorf("deadlinehttp: attempt %d: GetBody: %w", a.Number, err)
+			return nil, nil, fmt.Errorf("deadlinehttp: attempt %d: GetBody: %w", a.Number, err)
 		}
 		r.Body = body
 	} else if req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
@@ -343,7 +423,7 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 		}
 		r.Header.Set(h, FormatBudget(a.Granted))
 	}
-	resp, err := send(c.t.baseTransport(), r, l)
+	resp, err := roundTrip(c.t.baseTransport(), r, l)
 	if err == nil && resp == nil {
 		err = fmt.Errorf("deadlinehttp: the base RoundTripper (%T) returned a nil response and a nil error", c.t.baseTransport())
 	}
@@ -353,7 +433,7 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 		if repeatable(err) {
 			err = deadline.Retryable(err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.Request == nil {
 		resp.Request = r
@@ -367,12 +447,10 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 	} else {
 		resp.Body = wrapBody(resp.Body, l)
 	}
-	c.open = resp
 	if !retry {
-		return resp, nil
+		return resp, nil, nil
 	}
 	se := &StatusError{Response: resp, Attempt: a.Number}
-	c.status = se
 	var serr error = se
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		asked := false
@@ -386,12 +464,12 @@ func (c *call) attempt(actx context.Context, a deadline.AttemptInfo) (*http.Resp
 			c.budget.Charge(n) // an overload signal: every caller backs off
 		}
 	}
-	return nil, deadline.Retryable(serr)
+	return resp, se, deadline.Retryable(serr)
 }
 
-// send is base.RoundTrip(r) that, should base panic, releases the lease and
+// roundTrip is base.RoundTrip(r) that, should base panic, releases the lease and
 // closes r's body before the panic goes on.
-func send(base http.RoundTripper, r *http.Request, l *lease) (*http.Response, error) {
+func roundTrip(base http.RoundTripper, r *http.Request, l *lease) (*http.Response, error) {
 	panicked := true
 	defer func() {
 		if panicked {

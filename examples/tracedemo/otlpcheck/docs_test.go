@@ -133,6 +133,9 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.retry_budget.denied":         "the demo's policies have no retry budget (issue 12)",
 		"deadline.retry_budget.balance":        "the demo's policies have no retry budget (issue 12)",
 		"deadline.retry_budget.denials":        "the demo's policies have no retry budget (issue 12)",
+		"deadline.hedges":                      "the demo's policies do not hedge (issue 12)",
+		"deadline.attempt.hedge":               "the demo's policies do not hedge (issue 12)",
+		"deadline.attempt.hedge_winner":        "the demo's policies do not hedge (issue 12)",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}
