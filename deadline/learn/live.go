@@ -102,6 +102,20 @@ func (l *Live) Ceiling(step string) (deadline.LearnedCeiling, bool) {
 
 var _ deadline.CeilingSource = (*Live)(nil)
 
+// HedgeDelay returns the step's current learned value as a hedge delay,
+// for [deadline.Hedge.DelaySource]: the delay "The Tail at Scale" asks for
+// is the step's p95, so give hedging a Live of its own, on a Recorder of its
+// own, with Quantile 0.95 and Margin 1 (a Recorder has one live mode; the
+// one that sets ceilings learns p99 × a margin). It reports false, and
+// Hedge.Delay applies, until the step has a learned value. Reading it is
+// an atomic load.
+func (l *Live) HedgeDelay(step string) (time.Duration, bool) {
+	c, ok := l.Ceiling(step)
+	return c.Ceiling, ok
+}
+
+var _ deadline.HedgeDelaySource = (*Live)(nil)
+
 // record adds a sample to s's recent histogram and recomputes the ceiling
 // every lc.every samples.
 func (lc *liveConfig) record(s *series, censored bool, d time.Duration) {

@@ -164,3 +164,40 @@ func TestLiveConcurrent(t *testing.T) {
 	require.True(t, ok)
 	assert.InEpsilon(t, 24*time.Millisecond, lc.Ceiling, 0.05)
 }
+
+// TestLiveHedgeDelay: a Live of p95 × 1 gives deadline.Do its hedge delay:
+// the step's learned p95 once known, the fixed Hedge.Delay before. The
+// operation's first attempt is slow (its p95 tail), and the hedge starts at
+// the learned p95.
+func TestLiveHedgeDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec learn.Recorder
+		live, err := rec.Live(learn.LiveOptions{
+			SuggestOptions: learn.SuggestOptions{Quantile: 0.95, Margin: 1, Max: time.Second, MinSamples: 100},
+			Every:          20,
+		})
+		require.NoError(t, err)
+		_, ok := live.HedgeDelay("fetch")
+		assert.False(t, ok, "nothing learned yet: Hedge.Delay applies")
+		for i := range 400 { // 10 … 49ms, evenly: p95 ≈ 47ms
+			rec.Record("fetch", deadline.EndedCompleted, time.Duration(10+i%40)*time.Millisecond, t0)
+		}
+		d, ok := live.HedgeDelay("fetch")
+		require.True(t, ok)
+		assert.InEpsilon(t, float64(47*time.Millisecond), float64(d), 0.05, "the learned p95")
+
+		p := deadline.Policy{Name: "fetch", MaxAttempts: 2, Hedge: &deadline.Hedge{Delay: 500 * time.Millisecond, MaxHedges: 1, DelaySource: live}}
+		var hedgeAt time.Duration
+		start := time.Now()
+		_, err = deadline.Do(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+			if !a.Hedge {
+				<-ctx.Done() // the slow first attempt: the hedge wins
+				return 0, ctx.Err()
+			}
+			hedgeAt = time.Since(start)
+			return 1, nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, d, hedgeAt, "the hedge started at the learned p95, not the fixed 500ms")
+	})
+}
