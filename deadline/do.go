@@ -3,6 +3,7 @@ package deadline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -79,19 +80,106 @@ import (
 // success path allocates nothing beyond the attempt's context.
 func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
 	var zero T
-	if ctx == nil {
-		return zero, errNilContext()
-	}
-	if d.IsZero() {
-		return zero, errZeroDeadline()
-	}
-	if err := p.validate(); err != nil {
+	if err := check(ctx, d, &p, op == nil); err != nil {
 		return zero, err
 	}
-	if op == nil {
-		return zero, &PolicyError{"op", "nil", "a non-nil function"}
+	if p.Hedge.on() {
+		return zero, &PolicyError{"Policy.Hedge", fmt.Sprintf("{Delay: %v, MaxHedges: %d}", p.Hedge.Delay, p.Hedge.MaxHedges),
+			"nil (or MaxHedges 0) in Do: hedged calls go through DoHedged"}
 	}
-	r := run{p: p, end: d.end, h: p.Hooks, retryable: p.Retryable}
+	var r run
+	ctx = r.begin(ctx, d, &p)
+	if r.h != nil {
+		defer r.closeOnPanic(ctx)
+	}
+	for n := 1; ; n++ {
+		var a AttemptInfo
+		reason, cause := r.admit(ctx, n, &a)
+		if cause == nil {
+			return zero, r.stop(ctx, reason, 0)
+		}
+		v, err := attempt(ctx, &r, &a, cause, op)
+		if err == nil {
+			if r.h != nil {
+				r.stop(ctx, ReasonSuccess, 0)
+			}
+			return v, nil
+		}
+		if reason, wait := r.next(ctx, n, err); reason != ReasonSuccess {
+			return zero, r.stop(ctx, reason, wait)
+		}
+	}
+}
+
+// DoHedged is [Do] for a policy that may hedge ([Policy.Hedge]): while an
+// attempt runs past the hedge delay, another one starts beside it, and the
+// first success wins (see [Hedge]). Without a Hedge (or with MaxHedges 0)
+// it behaves exactly as Do.
+//
+// It is a function of its own because its attempts run on goroutines of
+// their own, so op escapes to the heap: a closure passed to DoHedged is
+// allocated by the caller, one passed to Do is not. DoHedged returns only
+// when every attempt it started has returned, so no goroutine outlives it.
+func DoHedged[T any](ctx context.Context, d Deadline, p Policy, op func(context.Context, AttemptInfo) (T, error)) (T, error) {
+	var zero T
+	if err := check(ctx, d, &p, op == nil); err != nil {
+		return zero, err
+	}
+	var r run
+	ctx = r.begin(ctx, d, &p)
+	if r.h != nil {
+		defer r.closeOnPanic(ctx)
+	}
+	for n := 1; ; n++ {
+		var a AttemptInfo
+		reason, cause := r.admit(ctx, n, &a)
+		if cause == nil {
+			return zero, r.stop(ctx, reason, 0)
+		}
+		var v T
+		var err error
+		if r.p.Hedge.on() {
+			v, err = hedgedCopy(ctx, &r, a, cause, op)
+			n = r.attempts
+		} else {
+			v, err = attempt(ctx, &r, &a, cause, op)
+		}
+		if err == nil {
+			if r.h != nil {
+				r.stop(ctx, ReasonSuccess, 0)
+			}
+			return v, nil
+		}
+		if reason, wait := r.next(ctx, n, err); reason != ReasonSuccess {
+			return zero, r.stop(ctx, reason, wait)
+		}
+	}
+}
+
+// on reports whether h turns hedging on.
+func (h *Hedge) on() bool { return h != nil && h.MaxHedges > 0 }
+
+// check validates Do's arguments, in the order the errors are reported.
+func check(ctx context.Context, d Deadline, p *Policy, nilOp bool) error {
+	if ctx == nil {
+		return errNilContext()
+	}
+	if d.IsZero() {
+		return errZeroDeadline()
+	}
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if nilOp {
+		return &PolicyError{"op", "nil", "a non-nil function"}
+	}
+	return nil
+}
+
+// begin fills r for a call of p under d and ctx, and reports CallStart; it
+// returns the context the call's attempts run under.
+func (r *run) begin(ctx context.Context, d Deadline, p *Policy) context.Context {
+	*r = run{p: *p, end: d.end, h: p.Hooks, retryable: p.Retryable}
 	if t, ok := ctx.Deadline(); ok && t.Before(r.end) {
 		r.end = t
 	}
@@ -111,38 +199,26 @@ func Do[T any](ctx context.Context, d Deadline, p Policy, op func(context.Contex
 				ctx = c
 			}
 		}
-		defer r.closeOnPanic(ctx)
 	}
-	for n := 1; ; n++ {
-		if err := ctx.Err(); err != nil && errors.Is(err, context.Canceled) {
-			return zero, r.stop(ctx, ReasonCanceled, 0)
-		}
-		var a AttemptInfo
-		cause := r.lease(n, &a)
-		if cause == nil {
-			return zero, r.stop(ctx, ReasonRefused, 0)
-		}
-		if n == 1 && r.p.RetryBudget != nil {
-			r.p.RetryBudget.deposit()
-		}
-		var v T
-		var err error
-		if r.p.Hedge == nil || r.p.Hedge.MaxHedges == 0 {
-			v, err = attempt(ctx, &r, &a, cause, op)
-		} else {
-			v, err = hedgedCopy(ctx, &r, a, cause, op)
-			n = r.attempts
-		}
-		if err == nil {
-			if r.h != nil {
-				r.stop(ctx, ReasonSuccess, 0)
-			}
-			return v, nil
-		}
-		if reason, wait := r.next(ctx, n, err); reason != ReasonSuccess {
-			return zero, r.stop(ctx, reason, wait)
-		}
+	return ctx
+}
+
+// admit decides whether attempt n starts: the stop reason and a nil cause
+// when the caller canceled or the budget refuses it (rules 2 and 7), else
+// the cause of its lease (rule 1), with a filled in and the first attempt
+// deposited in the retry budget.
+func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) {
+	if err := ctx.Err(); err != nil && errors.Is(err, context.Canceled) {
+		return ReasonCanceled, nil
 	}
+	cause := r.lease(n, a)
+	if cause == nil {
+		return ReasonRefused, nil
+	}
+	if n == 1 && r.p.RetryBudget != nil {
+		r.p.RetryBudget.deposit()
+	}
+	return ReasonSuccess, cause
 }
 
 // run is the state of one call to Do, kept out of the generic function so

@@ -202,7 +202,7 @@ func ExampleHedge() {
 			return "", context.Cause(ctx)
 		}
 	}
-	v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, lookup)
+	v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, lookup)
 	fmt.Println(v, err)
 	// Output: answer from attempt 2 (hedge: true) <nil>
 }

@@ -67,7 +67,7 @@ func TestHedgeProperty(t *testing.T) {
 					call = append(call, res)
 				},
 			}
-			v, err := deadline.Do(context.Background(), deadline.New(budget), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+			v, err := deadline.DoHedged(context.Background(), deadline.New(budget), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
 				mu.Lock()
 				running++
 				mu.Unlock()

@@ -64,7 +64,7 @@ func TestHedgeStartsAtTheDelayAndTheFirstSuccessWins(t *testing.T) {
 		var l attemptLog
 		var loserCause atomic.Value
 		start := time.Now()
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec),
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec),
 			byNumber(&l,
 				func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
 					<-ctx.Done()
@@ -100,7 +100,7 @@ func TestHedgeStartsAtTheDelayAndTheFirstSuccessWins(t *testing.T) {
 func TestHedgeNotNeededWhenTheAttemptIsFast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 2, rec), slow(29*time.Millisecond))
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 2, rec), slow(29*time.Millisecond))
 		require.NoError(t, err)
 		assert.Equal(t, 1, v)
 		assert.Equal(t, []string{"CallStart", "AttemptStart 1", "AttemptEnd 1 completed", "CallEnd success"}, rec.events)
@@ -116,7 +116,7 @@ func TestHedgeLoserIsNotTooSlow(t *testing.T) {
 		rec := &recorder{}
 		p := hedgePolicy(3, 30*time.Millisecond, 1, rec)
 		p.AttemptTimeout = 200 * time.Millisecond
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, hang, slow(50*time.Millisecond)))
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, hang, slow(50*time.Millisecond)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, v)
 		c := rec.calls[0]
@@ -143,7 +143,7 @@ func TestHedgeNotBelowTheFloor(t *testing.T) {
 			time.Sleep(80 * time.Millisecond)
 			return 0, errFatal
 		}
-		_, err := deadline.Do(context.Background(), deadline.New(100*time.Millisecond), p, byNumber(&l, ignore, ignore, ignore))
+		_, err := deadline.DoHedged(context.Background(), deadline.New(100*time.Millisecond), p, byNumber(&l, ignore, ignore, ignore))
 		require.Error(t, err)
 		// At 30ms 70ms remain (> floor): one hedge, granted 20ms. At 60ms
 		// only 40ms remain: none.
@@ -183,7 +183,7 @@ func TestHedgeCountsAgainstMaxAttemptsAndMaxHedges(t *testing.T) {
 					}
 					return a.Number, nil
 				}
-				v, err := deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(tc.attempts, 10*time.Millisecond, tc.hedges, rec), op)
+				v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(tc.attempts, 10*time.Millisecond, tc.hedges, rec), op)
 				require.NoError(t, err)
 				assert.Equal(t, 1, v, "the first attempt finishes first")
 				assert.Len(t, l.infos, tc.started)
@@ -203,7 +203,7 @@ func TestHedgeDrawsOnTheRetryBudget(t *testing.T) {
 		p := hedgePolicy(5, 10*time.Millisecond, 3, rec)
 		p.RetryBudget = b
 		var l attemptLog
-		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+		_, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
 			l.record(ctx, a)
 			return a.Number, sleepOr(ctx, 100*time.Millisecond)
 		})
@@ -219,7 +219,7 @@ func TestHedgeFailureWaitsForTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
 		var l attemptLog
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&l,
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&l,
 			after(50*time.Millisecond, errFatal),
 			slow(40*time.Millisecond)))
 		require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestHedgeFailureWaitsForTheOthers(t *testing.T) {
 		l = attemptLog{}
 		flaky := after(50*time.Millisecond, deadline.Retryable(errFlaky))
 		start := time.Now()
-		v, err = deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&l, flaky, flaky, slow(5*time.Millisecond)))
+		v, err = deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&l, flaky, flaky, slow(5*time.Millisecond)))
 		require.NoError(t, err)
 		assert.Equal(t, 3, v)
 		assert.Equal(t, 85*time.Millisecond, time.Since(start), "the retry starts when the hedge failed at 80ms")
@@ -250,7 +250,7 @@ func TestHedgeDiscardsALateSuccess(t *testing.T) {
 			return 1, nil
 		}
 		start := time.Now()
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, ignore, slow(10*time.Millisecond)))
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, ignore, slow(10*time.Millisecond)))
 		require.NoError(t, err)
 		assert.Equal(t, 2, v)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start), "Do waits for its attempts")
@@ -263,7 +263,7 @@ func TestHedgeCanceledByTheCaller(t *testing.T) {
 		rec := &recorder{}
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
-		_, err := deadline.Do(ctx, deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), hang)
+		_, err := deadline.DoHedged(ctx, deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), hang)
 		assert.Equal(t, deadline.ReasonCanceled, stopErr(err).Reason)
 		require.Len(t, rec.events, 6)
 		assert.Equal(t, []string{"CallStart", "AttemptStart 1", "AttemptStart 2"}, rec.events[:3])
@@ -279,7 +279,7 @@ func TestHedgeDelaySource(t *testing.T) {
 		var l attemptLog
 		p := hedgePolicy(3, 30*time.Millisecond, 1, &recorder{})
 		p.Hedge.DelaySource = delaySource{"step": 12 * time.Millisecond}
-		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, byNumber(&l, slow(100*time.Millisecond), slow(100*time.Millisecond)))
+		_, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, byNumber(&l, slow(100*time.Millisecond), slow(100*time.Millisecond)))
 		require.NoError(t, err)
 		require.Len(t, l.infos, 2)
 		assert.Equal(t, 12*time.Millisecond, l.starts[1].Sub(l.starts[0]))
@@ -303,7 +303,7 @@ func TestHedgePanic(t *testing.T) {
 			panic("boom")
 		}
 		assert.PanicsWithValue(t, "boom", func() {
-			_, _ = deadline.Do(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&attemptLog{}, hang, boom))
+			_, _ = deadline.DoHedged(context.Background(), deadline.New(time.Second), hedgePolicy(3, 30*time.Millisecond, 1, rec), byNumber(&attemptLog{}, hang, boom))
 		})
 		assert.Equal(t, []string{"CallStart", "AttemptStart 1", "AttemptStart 2", "AttemptEnd 2 panic", "AttemptEnd 1 panic", "CallEnd panic"}, rec.events)
 	})
@@ -331,6 +331,38 @@ func TestHedgeBadInput(t *testing.T) {
 	}
 }
 
+// Do refuses a policy that hedges, naming DoHedged: its attempts would run
+// on goroutines of their own, which would make every caller's op escape.
+func TestDoRefusesAHedgingPolicy(t *testing.T) {
+	p := deadline.Policy{MaxAttempts: 2, Hedge: &deadline.Hedge{Delay: time.Millisecond, MaxHedges: 1}}
+	called := false
+	_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, func(context.Context, deadline.AttemptInfo) (int, error) {
+		called = true
+		return 1, nil
+	})
+	pe, isPE := errors.AsType[*deadline.PolicyError](err)
+	require.True(t, isPE, "%v", err)
+	assert.Equal(t, "Policy.Hedge", pe.Field)
+	assert.Contains(t, err.Error(), "DoHedged")
+	assert.False(t, called)
+}
+
+// A closure passed to Do stays on the caller's stack: Do allocates no more
+// for an op that captures variables than for one that does not. (DoHedged,
+// whose attempts run on goroutines, makes its op escape; Do must not.)
+func TestDoOpDoesNotEscape(t *testing.T) {
+	d := deadline.New(time.Hour)
+	p := deadline.Policy{MaxAttempts: 2}
+	plain := testing.AllocsPerRun(200, func() { _, _ = deadline.Do(context.Background(), d, p, ok) })
+	x, y := 1, "captured"
+	capturing := testing.AllocsPerRun(200, func() {
+		_, _ = deadline.Do(context.Background(), d, p, func(context.Context, deadline.AttemptInfo) (int, error) {
+			return x + len(y), nil
+		})
+	})
+	assert.Equal(t, plain, capturing)
+}
+
 // A zero Hedge is off: Do allocates nothing more than without one.
 func TestHedgeOffAllocatesNothing(t *testing.T) {
 	p := deadline.Policy{MaxAttempts: 2, Hedge: &deadline.Hedge{}}
@@ -345,7 +377,7 @@ func TestLogHooksHedge(t *testing.T) {
 		var buf bytes.Buffer
 		p := hedgePolicy(3, 30*time.Millisecond, 1, &recorder{})
 		p.Hooks = deadline.LogHooks(textLogger(&buf, slog.LevelDebug))
-		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, hang, slow(10*time.Millisecond)))
+		_, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, byNumber(&attemptLog{}, hang, slow(10*time.Millisecond)))
 		require.NoError(t, err)
 		assert.Equal(t, `level=DEBUG msg="deadline attempt" step=step attempt=2 granted=970ms limited_by=deadline remaining=970ms duration=10ms ended_by=completed hedge=true hedge_winner=true
 level=DEBUG msg="deadline attempt" step=step attempt=1 granted=1s limited_by=deadline remaining=1s duration=40ms ended_by=hedge_lost

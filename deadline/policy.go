@@ -65,8 +65,9 @@ type Policy struct {
 	// Hedge, when set with MaxHedges > 0, turns on hedged attempts: when
 	// an attempt has run for the hedge delay without returning, another
 	// one starts alongside it, and the first success wins (see [Hedge] and
-	// [Do]). Setting it declares op safe to repeat concurrently. Nil (the
-	// default) or MaxHedges 0: no hedging, and Do's cost is unchanged.
+	// [DoHedged], which runs such a policy; [Do] refuses it, so that its
+	// op never escapes to the heap). Setting it declares op safe to repeat
+	// concurrently. Nil (the default) or MaxHedges 0: no hedging.
 	Hedge *Hedge
 
 	// Rand draws the backoff jitter: it returns a uniform value in [0, n),

@@ -154,7 +154,7 @@ func NoHedge() Variant {
 func Hedged(delay time.Duration) Variant {
 	p := deadline.Policy{MaxAttempts: 2, Hedge: &deadline.Hedge{Delay: delay, MaxHedges: 1}}
 	return Variant{Name: fmt.Sprintf("deadline.Do, Hedge{Delay: %v, MaxHedges: 1}", delay.Round(100*time.Microsecond)), Call: func(ctx context.Context, budget time.Duration, op func(context.Context) error) error {
-		_, err := deadline.Do(ctx, deadline.New(budget), p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+		_, err := deadline.DoHedged(ctx, deadline.New(budget), p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
 			return struct{}{}, op(ctx)
 		})
 		return err

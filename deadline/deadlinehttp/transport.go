@@ -210,7 +210,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		p.Name = "HTTP " + method
 	}
-	op := c.attempt
+	hedging := false
 	switch {
 	case !retrySafe(req):
 		// Sent once: neither retried nor hedged.
@@ -218,11 +218,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case p.Hedge != nil && p.Hedge.MaxHedges > 0:
 		h := *p.Hedge // the caller's stays as it is
 		h.Discard = discardResponse
-		p.Hedge, op = &h, c.hedgeAttempt
+		p.Hedge, hedging = &h, true
 	}
 	c.floor, c.budget = p.Floor, p.RetryBudget
 
-	resp, err := deadline.Do(c, d, p, op)
+	// Two calls, so that the unhedged one's op does not escape: only
+	// DoHedged runs attempts on goroutines of their own.
+	var resp *http.Response
+	var err error
+	if hedging {
+		resp, err = deadline.DoHedged(c, d, p, c.hedgeAttempt)
+	} else {
+		resp, err = deadline.Do(c, d, p, c.attempt)
+	}
 	returned = true
 	if !c.sent {
 		closeBody(req)

@@ -189,7 +189,7 @@ func TestLiveHedgeDelay(t *testing.T) {
 		p := deadline.Policy{Name: "fetch", MaxAttempts: 2, Hedge: &deadline.Hedge{Delay: 500 * time.Millisecond, MaxHedges: 1, DelaySource: live}}
 		var hedgeAt time.Duration
 		start := time.Now()
-		_, err = deadline.Do(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+		_, err = deadline.DoHedged(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
 			if !a.Hedge {
 				<-ctx.Done() // the slow first attempt: the hedge wins
 				return 0, ctx.Err()

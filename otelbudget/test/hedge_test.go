@@ -42,7 +42,7 @@ func TestHedgeTelemetry(t *testing.T) {
 		h := newHarness(t)
 		p := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: 500 * time.Millisecond, Hooks: h.obs.Hooks(),
 			Hedge: &deadline.Hedge{Delay: 30 * time.Millisecond, MaxHedges: 1}}
-		v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, hedgeOp(10*time.Millisecond, nil))
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, hedgeOp(10*time.Millisecond, nil))
 		require.NoError(t, err)
 		assert.Equal(t, 2, v)
 		h.requireAllEnded(t)
@@ -90,7 +90,7 @@ func TestHedgeTelemetryAllFail(t *testing.T) {
 			time.Sleep(map[int]time.Duration{1: 50 * time.Millisecond, 2: 5 * time.Millisecond}[a.Number])
 			return 0, boom
 		}
-		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, op)
+		_, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, op)
 		require.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
 		h.requireAllEnded(t)
 		attempts := h.spans("fetch attempt")
