@@ -241,13 +241,17 @@ func TestFleetMerge(t *testing.T) {
 	col := startCollector(t, bin, file)
 	services := []string{"fleet-a", "fleet-b"}
 	perProcess := map[string]map[string]uint64{}
+	stderrOf := map[string]string{}
 	for _, service := range services {
 		env := otlpEnv("http/protobuf", col.endpoint, service)
 		env["OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"] = "base2_exponential_bucket_histogram"
-		r := runDemo(t, demoBin, env, "-runs", "20", "-parallel", "20")
+		// The export happens once, at exit, within -export-timeout: the
+		// default 500ms is short for a loaded machine.
+		r := runDemo(t, demoBin, env, "-runs", "20", "-parallel", "20", "-export-timeout", "30s")
 		require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
 		perProcess[service] = learnedSamples(t, r.stdout)
-		require.NotZero(t, perProcess[service]["fetch"], "%s recorded fetch attempts:\n%s", service, r.stdout)
+		stderrOf[service] = r.stderr
+		require.NotZero(t, perProcess[service]["fetch"], "%s recorded fetch attempts:\n%s\nstderr:\n%s", service, r.stdout, r.stderr)
 	}
 	col.stop(t)
 
@@ -255,7 +259,7 @@ func TestFleetMerge(t *testing.T) {
 	// process counted them.
 	inFile := fileAttemptCounts(t, file)
 	for _, service := range services {
-		assert.Equal(t, perProcess[service], inFile[service], "%s: the attempts in the Collector's file", service)
+		assert.Equal(t, perProcess[service], inFile[service], "%s: the attempts in the Collector's file; the demo's stderr:\n%s", service, stderrOf[service])
 	}
 
 	cmd := exec.Command(advise, "-format", "json", "-min-samples", "10", file)
