@@ -56,7 +56,7 @@ compat:
 ## demo: the source article's agent run against loopback servers, exported to
 ## stdout. The demo is its own module (it needs the SDK and exporters).
 demo:
-	cd examples/tracedemo && $(GO) run .
+	@cd examples/tracedemo && $(GO) run .
 
 ## bench: hot-path micro-benchmarks, then the side-by-side comparison with the peers.
 bench:
