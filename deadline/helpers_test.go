@@ -87,7 +87,8 @@ func fail(err error) func(context.Context, deadline.AttemptInfo) (int, error) {
 	return func(context.Context, deadline.AttemptInfo) (int, error) { return 0, err }
 }
 
-// after returns an op step that takes dur (virtual time) and then returns err.
+// after returns an op step that takes dur and then returns err. Only tests
+// that run inside a testing/synctest bubble use it, so dur is virtual time.
 func after(dur time.Duration, err error) func(context.Context, deadline.AttemptInfo) (int, error) {
 	return func(_ context.Context, a deadline.AttemptInfo) (int, error) {
 		time.Sleep(dur)

@@ -130,13 +130,7 @@ func TestScenarioTimingInMemoryGRPC(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
 			f := rec.Calls[1]
-			require.Len(t, f.Waits, 2)
-			assert.Equal(t, time.Second, f.Waits[0].Delay)
-			assert.Equal(t, deadline.SourceRetryAfter, f.Waits[0].Source)
-			assert.True(t, f.Waits[0].Fits)
-			assert.Equal(t, 5*time.Second, f.Waits[1].Delay)
-			assert.False(t, f.Waits[1].Fits)
-			assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+time.Second, f.Attempts[1].Start)
+			assertThrottledWaits(t, f)
 			assert.Equal(t, "ResourceExhausted", f.Attempts[0].Code)
 		})
 	})
@@ -199,20 +193,5 @@ func TestGRPCTraceShape(t *testing.T) {
 // outside any bubble, and checks what holds whatever the scheduling (see
 // TestScenariosLoopback).
 func TestScenariosLoopbackGRPC(t *testing.T) {
-	for _, tc := range scenarioCases {
-		t.Run(tc.name, func(t *testing.T) {
-			sc, err := findScenario(tc.name)
-			require.NoError(t, err)
-			sr := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-			out, err := executeGRPC(context.Background(), sc, defaultSeed, sc.budget, tp, metricnoop.NewMeterProvider())
-			require.NoError(t, err)
-			assertGuarantees(t, transportGRPC, sc, out.rec, out.ps, sr.Ended())
-			if tc.name == "refused" {
-				assert.Equal(t, tc.calls, callLines(out.rec))
-				assert.Equal(t, tc.requests, requestCounts(out.ps))
-				assert.NoError(t, check(sc, out.rec, out.ps))
-			}
-		})
-	}
+	scenariosLoopback(t, transportGRPC, executeGRPC)
 }

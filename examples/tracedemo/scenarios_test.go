@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -30,15 +31,22 @@ import (
 // checks the exact outcomes in virtual time, with the same handlers and
 // transports.
 func TestScenariosLoopback(t *testing.T) {
+	scenariosLoopback(t, transportHTTP, execute)
+}
+
+// scenariosLoopback runs every scenario with exec (execute over HTTP,
+// executeGRPC over gRPC) on real loopback and checks what holds whatever
+// the scheduling.
+func scenariosLoopback(t *testing.T, transport string, exec func(context.Context, scenario, uint64, time.Duration, trace.TracerProvider, metric.MeterProvider) (outcome, error)) {
 	for _, tc := range scenarioCases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := findScenario(tc.name)
 			require.NoError(t, err)
 			sr := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-			out, err := execute(context.Background(), sc, defaultSeed, sc.budget, tp, metricnoop.NewMeterProvider())
+			out, err := exec(context.Background(), sc, defaultSeed, sc.budget, tp, metricnoop.NewMeterProvider())
 			require.NoError(t, err)
-			assertGuarantees(t, transportHTTP, sc, out.rec, out.ps, sr.Ended())
+			assertGuarantees(t, transport, sc, out.rec, out.ps, sr.Ended())
 			if tc.name == "refused" {
 				// Nothing in it depends on timing: the budget is below the
 				// floor from the start.

@@ -213,13 +213,7 @@ func TestScenarioTimingInMemory(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
 			f := rec.Calls[1]
-			require.Len(t, f.Waits, 2)
-			assert.Equal(t, time.Second, f.Waits[0].Delay)
-			assert.Equal(t, deadline.SourceRetryAfter, f.Waits[0].Source)
-			assert.True(t, f.Waits[0].Fits)
-			assert.Equal(t, 5*time.Second, f.Waits[1].Delay)
-			assert.False(t, f.Waits[1].Fits)
-			assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+time.Second, f.Attempts[1].Start)
+			assertThrottledWaits(t, f)
 			x := rec.Calls[2]
 			require.Len(t, x.Attempts, 1, "throttled is a budget stop: extract still runs")
 			assert.Equal(t, f.End, x.Start, "extract starts as soon as fetch gives up, without waiting the 5s")
@@ -282,4 +276,18 @@ func TestCheckSaysWhyAStepDidNotRun(t *testing.T) {
 		assert.Contains(t, err.Error(), "extract: did not run (fetch stopped the plan with attempts_exhausted)")
 		assert.Contains(t, err.Error(), "extract: the provider received 0 requests, want 1")
 	})
+}
+
+// assertThrottledWaits checks fetch's waits in the ratelimited scenario,
+// the same over HTTP (Retry-After) and gRPC (pushback): the first, 1s, fits
+// and is waited in full; the second, 5s, does not fit.
+func assertThrottledWaits(t *testing.T, f callRecord) {
+	t.Helper()
+	require.Len(t, f.Waits, 2)
+	assert.Equal(t, time.Second, f.Waits[0].Delay)
+	assert.Equal(t, deadline.SourceRetryAfter, f.Waits[0].Source)
+	assert.True(t, f.Waits[0].Fits)
+	assert.Equal(t, 5*time.Second, f.Waits[1].Delay)
+	assert.False(t, f.Waits[1].Fits)
+	assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+time.Second, f.Attempts[1].Start)
 }
