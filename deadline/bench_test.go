@@ -2,6 +2,7 @@ package deadline_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"runtime"
@@ -79,12 +80,20 @@ func BenchmarkBackoffDelay(b *testing.B) {
 	}
 }
 
-// BenchmarkDoOverBare measures Do against the bare call in alternating
-// blocks of 256 calls each on the thread's CPU clock, so that both see the
-// same conditions and time stolen by other processes on a shared machine
-// counts for neither. It reports the ratio of their CPU times as do/bare (the
-// goal is <= 1.2) and each one's CPU ns per call; its own ns/op is the wall
-// time of one block pair.
+// BenchmarkDoOverBare measures Do against the bare call in rotating blocks
+// of 256 calls each on the thread's CPU clock, so that all see the same
+// conditions and time stolen by other processes on a shared machine counts
+// for none. It reports the ratio of their CPU times as do/bare (the goal is
+// <= 1.15) and each one's CPU ns per call; its own ns/op is the wall time of
+// one round of blocks.
+//
+// A third variant, floor, is the least any implementation of the lease must
+// do for one attempt beyond the bare call: read the monotonic clock (the
+// remaining budget), derive the attempt's start and its limit from it,
+// build the attempt's context with its cause, fill the AttemptInfo op
+// receives, and release the context on every path. floor/bare is how close
+// to the bare call the rules allow; do/floor is what Do adds to them
+// (validation, the caller's context deadline and hooks, the call's state).
 func BenchmarkDoOverBare(b *testing.B) {
 	const block = 256
 	runtime.LockOSThread()
@@ -96,37 +105,55 @@ func BenchmarkDoOverBare(b *testing.B) {
 	p := deadline.DefaultPolicy()
 	p.AttemptTimeout = time.Minute
 	doOp := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
-	runBare := func() time.Duration {
-		t0 := threadCPU()
-		for range block {
+	variants := [...]func(){
+		func() {
 			actx, cancel := context.WithDeadline(ctx, end)
 			v, _ := bareOp(actx)
 			cancel()
 			sink += v
-		}
-		return threadCPU() - t0
-	}
-	runDo := func() time.Duration {
-		t0 := threadCPU()
-		for range block {
+		},
+		func() {
+			v, _ := floorAttempt(ctx, end, p.AttemptTimeout, doOp)
+			sink += v
+		},
+		func() {
 			v, _ := deadline.Do(ctx, d, p, doOp)
 			sink += v
-		}
-		return threadCPU() - t0
+		},
 	}
-	var bare, do time.Duration
+	var cpu [len(variants)]time.Duration
 	n := 0
 	for b.Loop() {
-		if n%2 == 1 {
-			do += runDo()
-			bare += runBare()
-		} else {
-			bare += runBare()
-			do += runDo()
+		for i := range variants {
+			k := (i + n) % len(variants) // rotate which one goes first
+			t0 := threadCPU()
+			for range block {
+				variants[k]()
+			}
+			cpu[k] += threadCPU() - t0
 		}
 		n++
 	}
-	b.ReportMetric(float64(do)/float64(bare), "do/bare")
-	b.ReportMetric(float64(bare)/float64(n*block), "bare-cpu-ns/call")
-	b.ReportMetric(float64(do)/float64(n*block), "do-cpu-ns/call")
+	bare, floor, do := float64(cpu[0]), float64(cpu[1]), float64(cpu[2])
+	b.ReportMetric(do/bare, "do/bare")
+	b.ReportMetric(floor/bare, "floor/bare")
+	b.ReportMetric(do/floor, "do/floor")
+	b.ReportMetric(bare/float64(n*block), "bare-cpu-ns/call")
+	b.ReportMetric(do/float64(n*block), "do-cpu-ns/call")
+}
+
+// errFloorCeiling is floorAttempt's cause.
+var errFloorCeiling = errors.New("ceiling reached")
+
+// floorAttempt is BenchmarkDoOverBare's floor: one attempt under a ceiling
+// lease with nothing else of Do (no validation, no refusal, no hooks, no
+// state for a retry).
+//
+//go:noinline
+func floorAttempt[T any](ctx context.Context, end time.Time, ceiling time.Duration, op func(context.Context, deadline.AttemptInfo) (T, error)) (T, error) {
+	remaining := time.Until(end)
+	start := end.Add(-remaining)
+	actx, cancel := context.WithDeadlineCause(ctx, start.Add(ceiling), errFloorCeiling)
+	defer cancel()
+	return op(actx, deadline.AttemptInfo{Number: 1, Start: start, Ceiling: ceiling, Granted: ceiling, Remaining: remaining, LimitedBy: deadline.LimitCeiling})
 }

@@ -179,7 +179,8 @@ func check(ctx context.Context, d Deadline, p *Policy, nilOp bool) error {
 // begin fills r for a call of p under d and ctx, and reports CallStart; it
 // returns the context the call's attempts run under.
 func (r *run) begin(ctx context.Context, d Deadline, p *Policy) context.Context {
-	*r = run{p: *p, end: d.end, h: p.Hooks, retryable: p.Retryable}
+	// r is zero (Do's own): assigning field by field skips zeroing it twice.
+	r.p, r.end, r.h, r.retryable = *p, d.end, p.Hooks, p.Retryable
 	if t, ok := ctx.Deadline(); ok && t.Before(r.end) {
 		r.end = t
 	}
