@@ -26,6 +26,7 @@ type handlerConfig struct {
 	header    string
 	malformed func(r *http.Request, value string)
 	admission func(r *http.Request, a Admission)
+	bodyRead  bool  // WithBodyReadDeadline
 	err       error // the first invalid option, returned by NewHandler
 }
 
@@ -125,6 +126,27 @@ func WithAdmission(f func(r *http.Request, a Admission)) HandlerOption {
 	})
 }
 
+// WithBodyReadDeadline makes the middleware set the connection's read
+// deadline to the end of the request's budget before next runs, for a
+// request that has a body, through [http.ResponseController]: a Read of
+// the request's body then fails once the budget is spent, instead of
+// blocking for as long as the client stalls. Without it, a handler (or a
+// [Transport] forwarding r.Body) can stop waiting at the deadline, but the
+// goroutine blocked in the body's Read stays until the client sends more or
+// goes away, since net/http's server cannot interrupt that Read otherwise.
+//
+// The deadline applies to this request only: net/http sets the
+// connection's read deadline again once the body is read and before the
+// next request, so keep-alive connections are reused as before. It
+// replaces, for this request, the read deadline that http.Server's
+// ReadTimeout set: with a ReadTimeout shorter than [WithMaxBudget], a body
+// may be read for longer than ReadTimeout allows. A ResponseWriter that
+// cannot set a read deadline ([http.ErrNotSupported]) leaves the request as
+// it was.
+func WithBodyReadDeadline() HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) { c.bodyRead = true })
+}
+
 // NewHandler returns middleware that gives every request a budget and runs
 // next under it.
 //
@@ -221,6 +243,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
 	defer cancel()
+	if h.cfg.bodyRead && r.Body != nil && r.Body != http.NoBody {
+		// ErrNotSupported (a ResponseWriter without the method) leaves the
+		// request as it was, as WithBodyReadDeadline says.
+		_ = http.NewResponseController(w).SetReadDeadline(d.End())
+	}
 	inner := r.WithContext(ctx)
 	if a.HeaderStripped {
 		inner.Header = r.Header.Clone() // the inbound request is not ours to modify

@@ -6,10 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -78,9 +81,11 @@ func TestStalledBodyEndsWithLease(t *testing.T) {
 // enabled full duplex, so that it can answer before the body is read) the
 // client gets the proxy's answer in that bound too.
 //
-// The inbound body's Read cannot be interrupted (net/http's server body
-// Close waits for it): the goroutine reading it for the transport ends when
-// the client goes away, which the test then checks.
+// Without WithBodyReadDeadline, the inbound body's Read cannot be
+// interrupted (net/http's server body Close waits for it): the goroutine
+// reading it for the transport ends when the client goes away, which the
+// test then checks (TestBodyReadDeadlineEndsStalledRead is the same proxy
+// with the option).
 func TestProxyForwardingStalledClient(t *testing.T) {
 	backend := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
 	toBackend := deadlinehttp.NewTransport(backend.Client().Transport, deadlinehttp.WithPolicy(fastPolicy(3)))
@@ -171,4 +176,102 @@ func TestStreamBodyDelivered(t *testing.T) {
 	got := s.all()
 	require.Len(t, got, 1)
 	assert.True(t, bytes.Equal(payload, got[0].Body), "received %d bytes of %d", len(got[0].Body), len(payload))
+}
+
+// TestBodyReadDeadlineEndsStalledRead: the proxy of
+// TestProxyForwardingStalledClient with WithBodyReadDeadline: the inbound
+// body's Read fails when the budget ends, so nothing is left reading it
+// while the client, still connected, stalls.
+func TestBodyReadDeadlineEndsStalledRead(t *testing.T) {
+	backend := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {})
+	toBackend := deadlinehttp.NewTransport(backend.Client().Transport, deadlinehttp.WithPolicy(fastPolicy(3)))
+	handlerDone := make(chan error, 1)
+	proxy := httptest.NewServer(mustHandler(deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out, err := http.NewRequestWithContext(r.Context(), http.MethodPut, backend.URL, r.Body)
+		if err != nil {
+			handlerDone <- err
+			return
+		}
+		out.ContentLength = r.ContentLength
+		resp, err := toBackend.RoundTrip(out)
+		if err == nil {
+			resp.Body.Close()
+		}
+		handlerDone <- err
+	}), deadlinehttp.WithMaxBudget(time.Minute), deadlinehttp.WithBodyReadDeadline())))
+
+	const budget = 300 * time.Millisecond
+	conn, err := net.Dial("tcp", proxy.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "PUT /upload HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 1000\r\n"+
+		deadlinehttp.DefaultHeader+": 300\r\n\r\n"+strings.Repeat("h", 500))
+	require.NoError(t, err)
+	select {
+	case err := <-handlerDone:
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(budget + guard):
+		t.Fatalf("the forwarding handler still blocked %v after its %v budget", guard, budget)
+	}
+
+	// The client is still connected and silent: with the read deadline,
+	// the goroutines that read the inbound body for the transport (its pump,
+	// and the one closing it) have returned.
+	assert.NoError(t, waitNoStreamBodyGoroutine(budget+guard), "a goroutine still reads the stalled inbound body")
+	conn.Close()
+	proxy.Close()
+	toBackend.CloseIdleConnections()
+	backend.Close()
+	goleak.VerifyNone(t)
+}
+
+// waitNoStreamBodyGoroutine waits, at most within, until no goroutine runs
+// a streamed request body's pump or close.
+func waitNoStreamBodyGoroutine(within time.Duration) error {
+	stop := time.Now().Add(within)
+	buf := make([]byte, 1<<20)
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "deadlinehttp.(*streamBody).pump") && !strings.Contains(stacks, "deadlinehttp.(*streamBody).closeSrc") {
+			return nil
+		}
+		if time.Now().After(stop) {
+			return fmt.Errorf("after %v:\n%s", within, stacks)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+// TestBodyReadDeadlineKeepsConnectionsAlive: the read deadline of
+// WithBodyReadDeadline is the request's own: a keep-alive connection whose
+// first request (with a body) had a short budget serves a second request
+// after that budget has passed.
+func TestBodyReadDeadlineKeepsConnectionsAlive(t *testing.T) {
+	s := httptest.NewServer(mustHandler(deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}), deadlinehttp.WithMaxBudget(time.Minute), deadlinehttp.WithBodyReadDeadline())))
+	defer s.Close()
+	client := s.Client()
+	send := func(budgetMs string) (reused bool) {
+		req, err := http.NewRequest(http.MethodPut, s.URL, strings.NewReader(strings.Repeat("b", 4096)))
+		require.NoError(t, err)
+		req.Header.Set(deadlinehttp.DefaultHeader, budgetMs)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		}))
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return reused
+	}
+	send("100")
+	<-time.After(300 * time.Millisecond) // well past the first request's read deadline
+	assert.True(t, send("100"), "the second request did not reuse the connection")
+	client.CloseIdleConnections()
 }
