@@ -40,10 +40,11 @@ type attempt struct {
 	ended    bool
 }
 
-// startAttrs are the attributes known when the attempt starts. Only a
-// client span, one physical HTTP request, counts resends: the observer's own
-// INTERNAL span is not an HTTP span.
-func (at *attempt) startAttrs() []attribute.KeyValue {
+// startAttrs are the attributes known when the attempt starts. resend says
+// whether they are for a span that counts resends: only a client span of one
+// physical HTTP request does; the observer's own INTERNAL span and an RPC
+// client span carry deadline.attempt.number alone.
+func (at *attempt) startAttrs(resend bool) []attribute.KeyValue {
 	a := at.info
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
@@ -62,7 +63,7 @@ func (at *attempt) startAttrs() []attribute.KeyValue {
 	if a.Hedge {
 		attrs = append(attrs, AttrAttemptHedge.Bool(true))
 	}
-	if at.client && a.Number > 1 {
+	if resend && a.Number > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))
 	}
 	return attrs
@@ -96,7 +97,7 @@ func (at *attempt) finish(r deadline.AttemptResult) {
 		owned, at.client = true, false
 		_, at.span = at.o.tracer.Start(at.parent, at.o.cache.attemptName(at.info.Name),
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at.info.Start),
-			trace.WithAttributes(at.startAttrs()...))
+			trace.WithAttributes(at.startAttrs(false)...))
 	}
 	attrs := make([]attribute.KeyValue, 0, 4)
 	attrs = append(attrs, AttrAttemptEndedBy.String(r.EndedBy.String()))

@@ -30,25 +30,34 @@
 // that each physical request is exactly one semantic-conventions CLIENT span
 // carrying the attempt attributes and http.request.resend_count, a child of
 // the call span; it is built on [Observer.ClientHooks] and
-// [Observer.ClientTracerProvider].
+// [Observer.ClientTracerProvider]. For gRPC, the module
+// deadline/deadlinegrpc (package otelbudgetgrpc) does the same with
+// otelgrpc, on [Observer.ClientHooks] and [Observer.RPCClientTracerProvider]:
+// the attempt spans carry no http.* attribute (the semantic conventions have
+// no RPC resend count; deadline.attempt.number says it).
 //
 // # Which hooks where
 //
 // Hooks can be attached in three places: a policy ([deadline.Policy.Hooks]),
-// an HTTP transport (deadlinehttp.WithHooks) and a context
-// ([deadline.WithHooks], which reaches every call made under it, an HTTP
-// transport's included).
+// an HTTP transport or gRPC client (deadlinehttp.WithHooks,
+// deadlinegrpc.WithHooks) and a context ([deadline.WithHooks], which reaches
+// every call made under it, an HTTP transport's and a gRPC client's
+// included).
 //
 //   - Your own operations (a query, a function): [Observer.Hooks], on their
 //     policy, or on a context to observe every call made under it.
 //   - HTTP: otelbudgethttp.NewTransport. It attaches [Observer.ClientHooks]
 //     to the transport and gives otelhttp [Observer.ClientTracerProvider];
 //     there is nothing else to attach.
+//   - gRPC: otelbudgetgrpc.DialOptions. It attaches [Observer.ClientHooks]
+//     to the client interceptors and gives otelgrpc
+//     [Observer.RPCClientTracerProvider]; there is nothing else to attach.
 //   - [Observer.ClientHooks] by hand only together with a client
-//     instrumentation that uses [Observer.ClientTracerProvider], as
-//     otelbudgethttp.NewBase does; not on a context or on a policy that other
-//     operations share: their attempts would get no span until they end,
-//     and what they start would hang from the call span.
+//     instrumentation that uses [Observer.ClientTracerProvider] or
+//     [Observer.RPCClientTracerProvider], as otelbudgethttp.NewBase does; not
+//     on a context or on a policy that other operations share: their
+//     attempts would get no span until they end, and what they start would
+//     hang from the call span.
 //
 // Attaching the same observer more than once is harmless. A call reached
 // through two attachments (Hooks twice, or Hooks and ClientHooks, in any of

@@ -36,7 +36,8 @@ type Observer struct {
 
 	hooks    *deadline.Hooks
 	client   *deadline.Hooks
-	clientTP *clientTracerProvider
+	clientTP *clientTracerProvider // HTTP: attempt spans count resends
+	rpcTP    *clientTracerProvider // RPC: they do not
 }
 
 // New returns an Observer whose tracer and meter come from the configured
@@ -60,7 +61,8 @@ func New(opts ...Option) *Observer {
 	if o.metrics {
 		o.inst = newInstruments(meter)
 	}
-	o.clientTP = &clientTracerProvider{TracerProvider: c.tp, o: o}
+	o.clientTP = &clientTracerProvider{TracerProvider: c.tp, o: o, resend: true}
+	o.rpcTP = &clientTracerProvider{TracerProvider: c.tp, o: o}
 	o.hooks = o.newHooks(false)
 	o.client = o.newHooks(true)
 	return o
@@ -89,34 +91,58 @@ func New(opts ...Option) *Observer {
 func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
 
 // ClientHooks returns hooks like [Observer.Hooks] but for operations whose
-// attempts an HTTP client instrumentation (otelhttp) records with one span
-// per physical request: AttemptStart starts no span; it leaves the attempt
-// in the context it returns, and the first span started in that context by
-// a tracer of [Observer.ClientTracerProvider] becomes the attempt's span,
-// carrying the attempt attributes and http.request.resend_count as a child
-// of the call span. An attempt that no such span claims (the operation
-// failed before its request was sent) gets an INTERNAL "<step> attempt"
-// span at AttemptEnd, so none is lost.
+// attempts a client instrumentation records with one span per physical
+// request: otelhttp for HTTP, otelgrpc's client stats handler for gRPC.
+// AttemptStart starts no span; it leaves the attempt in the context it
+// returns, and the first span started in that context by a tracer of
+// [Observer.ClientTracerProvider] (HTTP) or
+// [Observer.RPCClientTracerProvider] (RPC) becomes the attempt's span,
+// carrying the attempt attributes as a child of the call span. An attempt
+// that no such span claims (the operation failed before its request was
+// sent) gets an INTERNAL "<step> attempt" span at AttemptEnd, so none is
+// lost.
 //
-// Use both together; package otelbudgethttp does this for net/http. When
-// the same call is also observed through [Observer.Hooks] of this observer,
-// ClientHooks decide: the attempts are the client's spans. Like Hooks, it
-// returns nil when both providers are no-ops.
+// The hooks are the same for every protocol: which provider's tracer
+// claims the attempt decides what its span carries beside the attempt
+// attributes (http.request.resend_count for HTTP, nothing for RPC).
+//
+// Use them together with one of those providers; package otelbudgethttp
+// does this for net/http, and the gRPC composition
+// (deadlinegrpc/otelbudgetgrpc) for gRPC. When the same call is also
+// observed through [Observer.Hooks] of this observer, ClientHooks decide:
+// the attempts are the client's spans. Like Hooks, it returns nil when both
+// providers are no-ops.
 func (o *Observer) ClientHooks() *deadline.Hooks { return o.client }
 
-// ClientTracerProvider returns a TracerProvider to give the client
+// ClientTracerProvider returns a TracerProvider to give the HTTP client
 // instrumentation used under [Observer.ClientHooks]. It wraps the observer's
 // own provider: spans started outside an attempt's context, or after the
 // attempt's span, pass through untouched. The span that claims an attempt
-// comes back wrapped, and only its End and SetStatus are held: the real
-// span is ended once both its instrumentation has ended it (the end
-// timestamp is the one it asked for) and the attempt's outcome attributes
-// are set, whichever comes last, so it does not matter whether the
-// instrumentation ends it before the engine's hooks run (a failed request, a
-// drained retryable response) or after (a body the caller reads). A
-// caller's cancellation does not set its status to Error. Every other
-// method, including any the trace API adds later, is the real span's.
+// starts with the attempt attributes and, on every attempt after the first,
+// http.request.resend_count (number - 1); it comes back wrapped, and only
+// its End and SetStatus are held: the real span is ended once both its
+// instrumentation has ended it (the end timestamp is the one it asked for)
+// and the attempt's outcome attributes are set, whichever comes last, so it
+// does not matter whether the instrumentation ends it before the engine's
+// hooks run (a failed request, a drained retryable response) or after (a
+// body the caller reads). A caller's cancellation does not set its status to
+// Error. Every other method, including any the trace API adds later, is the
+// real span's.
 func (o *Observer) ClientTracerProvider() trace.TracerProvider { return o.clientTP }
+
+// RPCClientTracerProvider returns a TracerProvider to give an RPC client
+// instrumentation (otelgrpc's client stats handler) used under
+// [Observer.ClientHooks]. It is [Observer.ClientTracerProvider] in every
+// respect but one: the span that claims an attempt carries no
+// http.request.resend_count, an HTTP attribute. The semantic conventions
+// define no resend count for RPC; deadline.attempt.number says it (1 for
+// the first attempt, so the resend count is the number less one).
+//
+// Both providers may serve one observer at once (an HTTP client and a gRPC
+// connection): whichever claims an attempt decides what its span carries.
+// The observer does not depend on gRPC; any RPC instrumentation that starts
+// one span per physical call in the context it is given works.
+func (o *Observer) RPCClientTracerProvider() trace.TracerProvider { return o.rpcTP }
 
 // TracerProvider returns the TracerProvider the observer was built with
 // (the global one at the time of New by default).
@@ -294,7 +320,7 @@ func (o *Observer) attemptStart(ctx context.Context, a deadline.AttemptInfo) con
 	c.hold(at)
 	ctx, at.span = o.tracer.Start(ctx, o.cache.attemptName(a.Name),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(a.Start),
-		trace.WithAttributes(at.startAttrs()...))
+		trace.WithAttributes(at.startAttrs(false)...))
 	return ctx
 }
 

@@ -19,30 +19,61 @@ import (
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
 )
 
-const method = "/grpcbench.Echo/Get"
+const (
+	method    = "/grpcbench.Echo/Get" // google.protobuf.StringValue in and out
+	methodBig = "/grpcbench.Echo/Big" // google.protobuf.BytesValue: 1 KiB in, 4 KiB out
+)
+
+// bigReply is Big's answer, shared read-only by every RPC.
+var bigReply = wrapperspb.Bytes(make([]byte, 4<<10))
 
 var desc = grpc.ServiceDesc{
 	ServiceName: "grpcbench.Echo",
 	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{MethodName: "Get", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-		in := new(wrapperspb.StringValue)
-		if err := dec(in); err != nil {
-			return nil, err
-		}
-		return in, nil
-	}}},
+	Methods: []grpc.MethodDesc{
+		{MethodName: "Get", Handler: func(_ any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+			in := new(wrapperspb.StringValue)
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			return intercept(ctx, in, method, ic, func(context.Context, any) (any, error) { return in, nil })
+		}},
+		{MethodName: "Big", Handler: func(_ any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+			in := new(wrapperspb.BytesValue)
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			return intercept(ctx, in, methodBig, ic, func(context.Context, any) (any, error) { return bigReply, nil })
+		}},
+	},
 }
 
-// dial serves the echo service on bufconn and dials it with opts.
-func dial(tb testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
-	return dialOn(tb, "bufconn", opts...)
+// intercept runs h through the server's interceptor, if it has one.
+func intercept(ctx context.Context, in any, method string, ic grpc.UnaryServerInterceptor, h grpc.UnaryHandler) (any, error) {
+	if ic == nil {
+		return h(ctx, in)
+	}
+	return ic(ctx, in, &grpc.UnaryServerInfo{FullMethod: method}, h)
+}
+
+// payload is what one benchmarked RPC carries.
+type payload struct {
+	name    string
+	method  string
+	in, out func() any
+}
+
+var payloads = []payload{
+	{"empty", method, func() any { return wrapperspb.String("x") }, func() any { return new(wrapperspb.StringValue) }},
+	{"1k-4k", methodBig, func() any { return wrapperspb.Bytes(make([]byte, 1<<10)) }, func() any { return new(wrapperspb.BytesValue) }},
 }
 
 // dialOn serves the echo service over network ("bufconn", or "tcp" for a
-// real loopback connection) and dials it with opts.
-func dialOn(tb testing.TB, network string, opts ...grpc.DialOption) *grpc.ClientConn {
+// real loopback connection) on a server built with sopts, and dials it with
+// opts.
+func dialOn(tb testing.TB, network string, sopts []grpc.ServerOption, opts ...grpc.DialOption) *grpc.ClientConn {
 	tb.Helper()
-	s := grpc.NewServer()
+	s := grpc.NewServer(sopts...)
 	s.RegisterService(&desc, struct{}{})
 	base := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	target := "passthrough:///bench"
@@ -70,8 +101,18 @@ func dialOn(tb testing.TB, network string, opts ...grpc.DialOption) *grpc.Client
 	return cc
 }
 
+// deadlineServerOpts installs deadlinegrpc's server interceptors with a
+// maximum above the benchmark's budget, so that the inbound deadline (the
+// client's lease) sets each RPC's budget, as it does when a caller's budget
+// is within what the server allows.
+func deadlineServerOpts(tb testing.TB) []grpc.ServerOption {
+	s, err := deadlinegrpc.NewServer(deadlinegrpc.WithMaxBudget(2 * time.Hour))
+	require.NoError(tb, err)
+	return s.ServerOptions()
+}
+
 func deadlineOpts(tb testing.TB) []grpc.DialOption {
-	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(method))
+	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(method, methodBig))
 	require.NoError(tb, err)
 	return c.DialOptions()
 }
@@ -81,141 +122,173 @@ func failsafeOpts() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithUnaryInterceptor(failsafegrpc.NewUnaryClientInterceptor[any](rp)), grpc.WithDisableRetry()}
 }
 
-func run(b *testing.B, cc *grpc.ClientConn) { runTimeout(b, cc, false) }
+// client is one of the benchmarked ways to make an RPC: a connection, and
+// whether each RPC gets a context deadline of its own (as a caller without
+// this library would set one).
+type client struct {
+	name    string
+	cc      *grpc.ClientConn
+	timeout bool
+}
 
-// runTimeout runs unary RPCs on cc, each with a context deadline of its own
-// when timeout is set (as a caller without this library would set one).
-func runTimeout(b *testing.B, cc *grpc.ClientConn, timeout bool) {
-	ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
-	in, out := wrapperspb.String("x"), new(wrapperspb.StringValue)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		rctx, cancel := ctx, context.CancelFunc(func() {})
-		if timeout {
-			rctx, cancel = context.WithTimeout(ctx, time.Minute)
-		}
-		err := cc.Invoke(rctx, method, in, out)
-		cancel()
-		if err != nil {
-			b.Fatal(err)
-		}
+// clients builds, over network, one connection (and server) per client of
+// [clientNames], in that order.
+func clients(tb testing.TB, network string) [nClients]client {
+	plain := dialOn(tb, network, nil, grpc.WithDisableRetry())
+	failsafe := dialOn(tb, network, nil, failsafeOpts()...)
+	return [nClients]client{
+		cGRPC:            {name: clientNames[cGRPC], cc: plain},
+		cGRPCTimeout:     {name: clientNames[cGRPCTimeout], cc: plain, timeout: true},
+		cDeadline:        {name: clientNames[cDeadline], cc: dialOn(tb, network, nil, deadlineOpts(tb)...)},
+		cFailsafe:        {name: clientNames[cFailsafe], cc: failsafe},
+		cFailsafeTimeout: {name: clientNames[cFailsafeTimeout], cc: failsafe, timeout: true},
+		cDeadlineServer:  {name: clientNames[cDeadlineServer], cc: dialOn(tb, network, deadlineServerOpts(tb), deadlineOpts(tb)...)},
 	}
 }
 
-// BenchmarkUnary reports ns/op and allocs/op of one unary RPC, with no
-// interceptor (without and with a context deadline), with deadlinegrpc and
-// with failsafegrpc, over bufconn and
-// over a loopback TCP connection. Run it with -count and compare ranges:
-// on a shared machine one run says little. BenchmarkOverhead is the
-// measure of the overhead itself.
+// The benchmarked clients, by index.
+const (
+	cGRPC            = iota // no interceptor, no deadline
+	cGRPCTimeout            // no interceptor, context.WithTimeout per RPC
+	cDeadline               // deadlinegrpc client, plain server
+	cFailsafe               // failsafegrpc with a retry policy, no deadline
+	cFailsafeTimeout        // the same with context.WithTimeout per RPC
+	cDeadlineServer         // deadlinegrpc client and deadlinegrpc server
+	nClients
+)
+
+var clientNames = [nClients]string{"grpc", "grpc+timeout", "deadlinegrpc", "failsafegrpc", "failsafegrpc+timeout", "deadlinegrpc+server"}
+
+// invoke makes one RPC of c carrying p's messages, under ctx.
+func (c client) invoke(ctx context.Context, p payload, in, out any) error {
+	if c.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+	}
+	return c.cc.Invoke(ctx, p.method, in, out)
+}
+
+// BenchmarkUnary reports ns/op and allocs/op of one unary RPC with the empty
+// message, for each client of [clientNames], over bufconn and over a
+// loopback TCP connection. Run it with -count and compare ranges: on a
+// shared machine one run says little. BenchmarkOverhead is the measure of
+// the overhead itself.
 func BenchmarkUnary(b *testing.B) {
 	for _, network := range []string{"bufconn", "tcp"} {
 		b.Run(network, func(b *testing.B) {
-			b.Run("grpc", func(b *testing.B) { run(b, dialOn(b, network, grpc.WithDisableRetry())) })
-			b.Run("grpc+timeout", func(b *testing.B) { runTimeout(b, dialOn(b, network, grpc.WithDisableRetry()), true) })
-			b.Run("deadlinegrpc", func(b *testing.B) { run(b, dialOn(b, network, deadlineOpts(b)...)) })
-			b.Run("failsafegrpc", func(b *testing.B) { run(b, dialOn(b, network, failsafeOpts()...)) })
+			cs := clients(b, network)
+			for _, c := range cs {
+				b.Run(c.name, func(b *testing.B) {
+					ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+					p := payloads[0]
+					in, out := p.in(), p.out()
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := c.invoke(ctx, p, in, out); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		})
 	}
 }
 
 // BenchmarkOverhead measures what each interceptor adds to a unary RPC, as
 // the goal states it (deadlinegrpc <= 3 % of the RPC's own time,
-// below failsafegrpc). It runs the clients (no interceptor, deadlinegrpc,
-// failsafegrpc, each on its own connection to its own server)
-// in blocks of 64 RPCs, one block of each per iteration in a rotating
-// order, so that all see the same conditions, and measures each block
-// on the process's CPU clock (client and server both run in this process),
-// so that time other processes hold the CPU counts for none of them.
+// below failsafegrpc). It runs the clients of [clientNames] (each
+// interceptor on its own connection to its own server) in blocks of 64
+// RPCs, one block of each per iteration in a rotating order, so that all
+// see the same conditions, and measures each block on the process's CPU
+// clock (client and server both run in this process), so that time other
+// processes hold the CPU counts for none of them. It does so over bufconn
+// and loopback TCP, with the empty message and with 1 KiB in / 4 KiB out.
 //
-// A fourth client, no interceptor with a context.WithTimeout per RPC, shows
-// how much of deadlinegrpc's cost is that of sending a deadline at all
-// (grpc-timeout, and the server's deadline timer), which the lease must.
+// The cost is decomposed into what gRPC charges for carrying any deadline
+// (grpc-timeout on the wire, a timer context on each side) and what each
+// interceptor adds of its own, compared with the plain client in the same
+// deadline situation. It reports, per network and payload, CPU time per RPC
+// relative to another client (1.03 is the 3 % goal):
+//   - deadline/grpc: deadlinegrpc against no interceptor without a deadline
+//     (the goal's literal baseline);
+//   - timeout/grpc: gRPC's own cost of a deadline (plain with a
+//     context.WithTimeout against plain without);
+//   - deadline/timeout: deadlinegrpc's own cost (against plain with a
+//     deadline: both send one);
+//   - failsafe/grpc: failsafegrpc's own cost (neither sends a deadline);
+//   - failsafe+timeout/timeout: failsafegrpc's own cost when the caller
+//     sets a deadline;
+//   - deadline+server/timeout: deadlinegrpc on both sides against plain with
+//     a deadline;
 //
-// It reports, per network:
-//   - deadline/grpc and failsafe/grpc: CPU time per RPC relative to no
-//     interceptor (1.03 is the 3 % goal); deadline/grpc+timeout: relative to
-//     no interceptor with a deadline;
-//   - grpc-cpu-us, grpc+timeout-cpu-us, deadline-cpu-us, failsafe-cpu-us:
-//     CPU microseconds per RPC;
-//   - grpc-wall-us, deadline-wall-us, failsafe-wall-us: wall microseconds per
-//     RPC inside the same blocks.
-//
-// Its own ns/op is the wall time of one round of blocks.
+// and CPU and wall microseconds per RPC of each client (<name>-cpu-us,
+// <name>-wall-us). Its own ns/op is the wall time of one round of blocks.
 func BenchmarkOverhead(b *testing.B) {
 	for _, network := range []string{"bufconn", "tcp"} {
-		b.Run(network, func(b *testing.B) {
-			plain := dialOn(b, network, grpc.WithDisableRetry())
-			ccs := [n]*grpc.ClientConn{plain, plain, dialOn(b, network, deadlineOpts(b)...), dialOn(b, network, failsafeOpts()...)}
-			ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
-			in, out := wrapperspb.String("x"), new(wrapperspb.StringValue)
-			block := func(i int) (cpu, wall time.Duration) {
-				c0, w0 := processCPU(), time.Now()
-				for range overheadBlock {
-					rctx, cancel := ctx, context.CancelFunc(func() {})
-					if i == withTimeout {
-						rctx, cancel = context.WithTimeout(ctx, time.Minute)
+		for _, p := range payloads {
+			b.Run(network+"/"+p.name, func(b *testing.B) {
+				cs := clients(b, network)
+				ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+				in, out := p.in(), p.out()
+				block := func(c client) (cpu, wall time.Duration) {
+					c0, w0 := processCPU(), time.Now()
+					for range overheadBlock {
+						if err := c.invoke(ctx, p, in, out); err != nil {
+							b.Fatal(err)
+						}
 					}
-					err := ccs[i].Invoke(rctx, method, in, out)
-					cancel()
-					if err != nil {
-						b.Fatal(err)
+					return processCPU() - c0, time.Since(w0)
+				}
+				for _, c := range cs { // warm up: connect, fill caches
+					block(c)
+				}
+				var cpu, wall [nClients]time.Duration
+				rounds := 0
+				for b.Loop() {
+					for k := range nClients {
+						i := (rounds + k) % nClients
+						c, w := block(cs[i])
+						cpu[i] += c
+						wall[i] += w
 					}
+					rounds++
 				}
-				return processCPU() - c0, time.Since(w0)
-			}
-			for i := range n { // warm up: connect, fill caches
-				block(i)
-			}
-			var cpu, wall [n]time.Duration
-			rounds := 0
-			for b.Loop() {
-				for k := range n {
-					i := (rounds + k) % n
-					c, w := block(i)
-					cpu[i] += c
-					wall[i] += w
+				ratio := func(x, y int) float64 { return float64(cpu[x]) / float64(cpu[y]) }
+				b.ReportMetric(ratio(cDeadline, cGRPC), "deadline/grpc")
+				b.ReportMetric(ratio(cGRPCTimeout, cGRPC), "timeout/grpc")
+				b.ReportMetric(ratio(cDeadline, cGRPCTimeout), "deadline/timeout")
+				b.ReportMetric(ratio(cFailsafe, cGRPC), "failsafe/grpc")
+				b.ReportMetric(ratio(cFailsafeTimeout, cGRPCTimeout), "failsafe+timeout/timeout")
+				b.ReportMetric(ratio(cDeadlineServer, cGRPCTimeout), "deadline+server/timeout")
+				calls := float64(rounds * overheadBlock)
+				for i, c := range cs {
+					b.ReportMetric(float64(cpu[i])/calls/1e3, c.name+"-cpu-us")
+					b.ReportMetric(float64(wall[i])/calls/1e3, c.name+"-wall-us")
 				}
-				rounds++
-			}
-			calls := float64(rounds * overheadBlock)
-			us := func(d time.Duration) float64 { return float64(d) / calls / 1e3 }
-			b.ReportMetric(float64(cpu[2])/float64(cpu[0]), "deadline/grpc")
-			b.ReportMetric(float64(cpu[3])/float64(cpu[0]), "failsafe/grpc")
-			b.ReportMetric(float64(cpu[2])/float64(cpu[1]), "deadline/grpc+timeout")
-			b.ReportMetric(us(cpu[0]), "grpc-cpu-us")
-			b.ReportMetric(us(cpu[1]), "grpc+timeout-cpu-us")
-			b.ReportMetric(us(cpu[2]), "deadline-cpu-us")
-			b.ReportMetric(us(cpu[3]), "failsafe-cpu-us")
-			b.ReportMetric(us(wall[0]), "grpc-wall-us")
-			b.ReportMetric(us(wall[2]), "deadline-wall-us")
-			b.ReportMetric(us(wall[3]), "failsafe-wall-us")
-		})
+			})
+		}
 	}
 }
 
 // overheadBlock is how many RPCs BenchmarkOverhead runs per block.
 const overheadBlock = 64
 
-// BenchmarkOverhead's clients, by index: no interceptor, the same with a
-// context deadline per RPC (as a caller without this library would set
-// one), deadlinegrpc, failsafegrpc.
-const (
-	withTimeout = 1
-	n           = 4
-)
-
-func TestAllThreeAnswer(t *testing.T) {
+// TestEveryClientAnswers: every benchmarked client gets the right answer
+// to both payloads over both networks, and leaves no goroutine behind.
+func TestEveryClientAnswers(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	for name, opts := range map[string][]grpc.DialOption{
-		"grpc": nil, "deadlinegrpc": deadlineOpts(t), "failsafegrpc": failsafeOpts(),
-	} {
-		t.Run(name, func(t *testing.T) {
-			cc := dial(t, opts...)
-			out := new(wrapperspb.StringValue)
-			require.NoError(t, cc.Invoke(t.Context(), method, wrapperspb.String("x"), out))
-			require.Equal(t, "x", out.GetValue())
+	for _, network := range []string{"bufconn", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			ctx := deadline.NewContext(t.Context(), deadline.New(time.Minute))
+			for _, c := range clients(t, network) {
+				out := new(wrapperspb.StringValue)
+				require.NoError(t, c.invoke(ctx, payloads[0], wrapperspb.String("x"), out), c.name)
+				require.Equal(t, "x", out.GetValue(), c.name)
+				big := new(wrapperspb.BytesValue)
+				require.NoError(t, c.invoke(ctx, payloads[1], payloads[1].in(), big), c.name)
+				require.Len(t, big.GetValue(), 4<<10, c.name)
+			}
 		})
 	}
 }

@@ -109,7 +109,11 @@ type Server struct{ cfg serverConfig }
 // Otherwise the handler runs with a context that carries a
 // [deadline.Deadline] of that budget and ends at it, so that
 // [deadline.FromContext], ctx.Done() and every [Client] or deadlinehttp
-// transport used inside the handler spend the same budget.
+// transport used inside the handler spend the same budget. When the inbound
+// deadline set the budget, that context is the RPC's own (grpc-go's, which
+// already ends there; its cause is context.DeadlineExceeded) with the
+// Deadline added: no second timer. When the maximum did, it is a context of
+// its own ending at the maximum, with cause [deadline.ErrDeadlineReached].
 //
 // NewServer checks its options once, here: WithMaxBudget(d <= 0),
 // WithFloor(d < 0) and a floor at or above the maximum return a nil Server
@@ -148,7 +152,7 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 			_ = grpc.SetTrailer(ctx, refusedTrailer(a))
 			return nil, refusedStatus(a)
 		}
-		ctx, cancel := d.Scope(deadline.NewContext(ctx, d))
+		ctx, cancel := scope(ctx, a, d)
 		defer cancel()
 		return handler(ctx, req)
 	}
@@ -163,11 +167,25 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 			ss.SetTrailer(refusedTrailer(a))
 			return refusedStatus(a)
 		}
-		ctx, cancel := d.Scope(deadline.NewContext(ss.Context(), d))
+		ctx, cancel := scope(ss.Context(), a, d)
 		defer cancel()
 		return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 	}
 }
+
+// scope returns the handler's context: ctx carrying d and ending at it.
+// When the inbound deadline set the budget, ctx already ends at d (grpc-go
+// made it from grpc-timeout, and d is that instant), so a second timer
+// context would only duplicate it: ctx is used as it is.
+func scope(ctx context.Context, a Admission, d deadline.Deadline) (context.Context, context.CancelFunc) {
+	ctx = deadline.NewContext(ctx, d)
+	if a.Limit == LimitInbound {
+		return ctx, noCancel
+	}
+	return d.Scope(ctx)
+}
+
+func noCancel() {}
 
 type serverStream struct {
 	grpc.ServerStream

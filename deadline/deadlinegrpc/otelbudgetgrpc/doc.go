@@ -16,7 +16,11 @@
 // The semantic conventions define no resend count for RPC spans (HTTP has
 // http.request.resend_count): a gRPC attempt span carries
 // deadline.attempt.number instead (1 for the first attempt, so the resend
-// count is that number less one), and no http.* attribute.
+// count is that number less one), and no http.* attribute: otelgrpc is given
+// the observer's [otelbudget.Observer.RPCClientTracerProvider]. The calls
+// are observed by the observer given to [DialOptions] itself, so the same
+// observer's hooks attached again (on a policy or the caller's context)
+// record nothing twice.
 //
 // On the server ([ServerOptions]) otelgrpc's SERVER span carries what the
 // server decided about the RPC's budget, with the keys of the HTTP server

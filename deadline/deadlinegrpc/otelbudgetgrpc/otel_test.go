@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -144,4 +146,150 @@ func TestInvalidOptions(t *testing.T) {
 	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 	_, err = otelbudgetgrpc.ServerOptions(nil, []deadlinegrpc.ServerOption{deadlinegrpc.WithFloor(-1)})
 	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+}
+
+// policy retries the flaky handler twice, 1 ms apart.
+var policy = deadline.Policy{MaxAttempts: 3, Floor: 20 * time.Millisecond,
+	Backoff: deadline.Backoff{Base: time.Millisecond, Max: time.Millisecond, Jitter: deadline.JitterNone}}
+
+// dial serves desc with a fresh flaky handler over network ("bufconn" or
+// "tcp" on 127.0.0.1) and returns a connection dialled with dopts and a
+// function that closes it and stops the server, waiting for its handlers
+// (also called at cleanup; a second call does nothing).
+func dial(t *testing.T, network string, sopts []grpc.ServerOption, dopts []grpc.DialOption) (*grpc.ClientConn, func()) {
+	t.Helper()
+	srv := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
+	srv.RegisterService(&desc, &flaky{})
+	target := "passthrough:///buf"
+	var lis net.Listener
+	switch network {
+	case "bufconn":
+		bl := bufconn.Listen(1 << 20)
+		lis = bl
+		dopts = append(dopts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return bl.DialContext(ctx) }))
+	default:
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lis, target = l, l.Addr().String()
+	}
+	go srv.Serve(lis)
+	cc, err := grpc.NewClient(target, append(dopts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	require.NoError(t, err)
+	stop := func() {
+		cc.Close()
+		srv.Stop()
+	}
+	t.Cleanup(stop)
+	return cc, stop
+}
+
+// TestObserverAttachedAgainRecordsOnce: DialOptions observes the calls with
+// obs itself, so obs's hooks attached again by the user (on the caller's
+// context, on the call's policy, on the client) change nothing: one call
+// span, one otelgrpc CLIENT span per attempt and no INTERNAL attempt span,
+// one backoff event per retry, metrics counted once, every span ended.
+func TestObserverAttachedAgainRecordsOnce(t *testing.T) {
+	type again struct {
+		name   string
+		ctx    func(context.Context, *otelbudget.Observer) context.Context
+		client func(*otelbudget.Observer) []deadlinegrpc.ClientOption
+	}
+	cases := []again{
+		{name: "nothing"},
+		{name: "Hooks on the context", ctx: func(ctx context.Context, obs *otelbudget.Observer) context.Context {
+			return deadline.WithHooks(ctx, obs.Hooks())
+		}},
+		{name: "ClientHooks on the context", ctx: func(ctx context.Context, obs *otelbudget.Observer) context.Context {
+			return deadline.WithHooks(ctx, obs.ClientHooks())
+		}},
+		{name: "Hooks on the request policy", ctx: func(ctx context.Context, obs *otelbudget.Observer) context.Context {
+			p := policy
+			p.Hooks = obs.Hooks()
+			return deadlinegrpc.WithRequestPolicy(ctx, p)
+		}},
+		{name: "Hooks on the client", client: func(obs *otelbudget.Observer) []deadlinegrpc.ClientOption {
+			return []deadlinegrpc.ClientOption{deadlinegrpc.WithHooks(obs.Hooks())}
+		}},
+		{name: "Hooks and ClientHooks everywhere", ctx: func(ctx context.Context, obs *otelbudget.Observer) context.Context {
+			p := policy
+			p.Hooks = deadline.Compose(obs.ClientHooks(), obs.Hooks())
+			return deadlinegrpc.WithRequestPolicy(deadline.WithHooks(ctx, deadline.Compose(obs.Hooks(), obs.ClientHooks())), p)
+		}, client: func(obs *otelbudget.Observer) []deadlinegrpc.ClientOption {
+			return []deadlinegrpc.ClientOption{deadlinegrpc.WithHooks(obs.Hooks()), deadlinegrpc.WithHooks(obs.ClientHooks())}
+		}},
+	}
+	for _, network := range []string{"bufconn", "tcp"} {
+		for _, c := range cases {
+			t.Run(network+"/"+c.name, func(t *testing.T) {
+				rec := tracetest.NewSpanRecorder()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+				reader := sdkmetric.NewManualReader()
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+				obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(mp))
+
+				copts := []deadlinegrpc.ClientOption{deadlinegrpc.WithPolicy(policy), deadlinegrpc.WithIdempotentMethods(method)}
+				if c.client != nil {
+					copts = append(copts, c.client(obs)...)
+				}
+				dopts, err := otelbudgetgrpc.DialOptions(obs, copts)
+				require.NoError(t, err)
+				sopts, err := otelbudgetgrpc.ServerOptions(obs, nil)
+				require.NoError(t, err)
+				cc, stop := dial(t, network, sopts, dopts)
+
+				ctx := deadline.NewContext(t.Context(), deadline.New(5*time.Second))
+				if c.ctx != nil {
+					ctx = c.ctx(ctx, obs)
+				}
+				require.NoError(t, cc.Invoke(ctx, method, wrapperspb.String("x"), new(wrapperspb.StringValue)))
+				// The SERVER spans end after the response: stop the server
+				// (waiting for its handlers) before counting.
+				stop()
+
+				started, ended := rec.Started(), rec.Ended()
+				require.Len(t, ended, len(started), "every span started is ended")
+				var calls, internal, clients []sdktrace.ReadOnlySpan
+				for _, s := range ended {
+					switch {
+					case s.SpanKind() == trace.SpanKindServer:
+					case s.SpanKind() == trace.SpanKindClient:
+						clients = append(clients, s)
+					case s.Name() == "deadlinegrpc.test.Echo/Get":
+						calls = append(calls, s)
+					default:
+						internal = append(internal, s)
+					}
+				}
+				require.Len(t, calls, 1, "one call span")
+				assert.Empty(t, internal, "no INTERNAL attempt span")
+				require.Len(t, clients, 3, "one CLIENT span per physical attempt")
+				for i, s := range clients {
+					a := attrs(s)
+					assert.Equal(t, int64(i+1), a[otelbudget.AttrAttemptNumber].AsInt64())
+					assert.Equal(t, calls[0].SpanContext().SpanID(), s.Parent().SpanID())
+					assert.NotContains(t, a, attribute.Key("http.request.resend_count"))
+				}
+				assert.Len(t, calls[0].Events(), 2, "one backoff event per retry")
+				assert.Equal(t, int64(3), attrs(calls[0])[otelbudget.AttrAttempts].AsInt64())
+
+				var rm metricdata.ResourceMetrics
+				require.NoError(t, reader.Collect(context.Background(), &rm))
+				counts := map[string]uint64{}
+				for _, sm := range rm.ScopeMetrics {
+					if sm.Scope.Name != otelbudget.ScopeName {
+						continue
+					}
+					for _, m := range sm.Metrics {
+						if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
+							for _, dp := range h.DataPoints {
+								counts[m.Name] += dp.Count
+							}
+						}
+					}
+				}
+				assert.Equal(t, uint64(1), counts[otelbudget.MetricCallDuration], "the call is counted once")
+				assert.Equal(t, uint64(3), counts[otelbudget.MetricAttemptDuration], "each attempt is counted once")
+			})
+		}
+	}
 }
