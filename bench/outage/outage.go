@@ -226,21 +226,40 @@ func Simulate(r peers.Retrier, m Model) (Result, error) {
 // per call.
 const NoRetries = "no retries (1 attempt per call, reference)"
 
-// Report is what TestOutageReport writes for cmd/compare: the model and one
+// Report is what TestOutageReport writes for cmd/compare: the model, one
 // Result per library, in the order of [Libraries], then the [NoRetries]
-// reference.
+// reference; and the sweep of the overload charge: Sweep[i] is this
+// project's overload-charge row charging Charges[i] tokens ([OverloadSweep]).
 type Report struct {
 	Model   string
 	Results []Result
+	Sweep   []Result
+	Charges []int
 }
 
+// OverloadCharge is the tokens this project's overload-charge row
+// ([peers.DeadlineOverload]) charges the shared retry budget per 503
+// without Retry-After: the smallest charge of [OverloadSweep] with which
+// the model recovers within the run (1 and 2 do not; 10 does as well as 5).
+const OverloadCharge = 5
+
+// OverloadSweep is the charges the overload sweep runs, 0 (the retry budget
+// alone, through the HTTP transport) included.
+var OverloadSweep = []int{0, 1, 2, 5, 10}
+
 // Libraries returns the retriers the outage model compares: every library
-// of peers.All, this project with its retry budget right after this project,
-// and failsafe-go with its retry budget (failsafe-go's defaults, max rate
-// 0.2 and min concurrency 3) right after failsafe-go, as the issue asks.
-// Each call returns new retriers: a budget belongs to one run.
+// of peers.All; right after this project, this project with its retry
+// budget and then with the same budget charged [OverloadCharge] tokens per
+// overload answer; and failsafe-go with its retry budget (failsafe-go's
+// defaults, max rate 0.2 and min concurrency 3) right after failsafe-go, as
+// the issue asks. Each call returns new retriers: a budget belongs to one
+// run.
 func Libraries(m Model) ([]peers.Retrier, error) {
 	fb, err := peers.NewFailsafeBudget(m.Call, 0.2, 3)
+	if err != nil {
+		return nil, err
+	}
+	ob, err := peers.NewDeadlineOverload(m.Call, OverloadCharge)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +268,7 @@ func Libraries(m Model) ([]peers.Retrier, error) {
 		out = append(out, r)
 		switch r.(type) {
 		case peers.Deadline:
-			out = append(out, &peers.DeadlineBudget{})
+			out = append(out, &peers.DeadlineBudget{}, ob)
 		case peers.Failsafe:
 			out = append(out, fb)
 		}

@@ -3,6 +3,7 @@ package outage
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -46,6 +47,16 @@ func TestOutageReport(t *testing.T) {
 		res.Library = NoRetries
 		rep.Results = append(rep.Results, res)
 	})
+	for _, n := range OverloadSweep {
+		o, err := peers.NewDeadlineOverload(m.Call, n)
+		require.NoError(t, err)
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Simulate(o, m)
+			require.NoError(t, err)
+			rep.Sweep = append(rep.Sweep, res)
+			rep.Charges = append(rep.Charges, n)
+		})
+	}
 	b, err := json.MarshalIndent(rep, "", "  ")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(*reportOut, b, 0o644))
@@ -106,14 +117,56 @@ func TestValidate(t *testing.T) {
 }
 
 // TestLibraries checks the rows of scenario 8: this project first, then
-// its budgeted form, then failsafe-go followed by its budgeted form, then
-// the other libraries.
+// its budgeted form, then its budgeted form with the overload charge, then
+// failsafe-go followed by its budgeted form, then the other libraries.
 func TestLibraries(t *testing.T) {
 	rs, err := Libraries(Default())
 	require.NoError(t, err)
-	require.Len(t, rs, len(peers.All())+2)
+	require.Len(t, rs, len(peers.All())+3)
 	assert.Equal(t, peers.Deadline{}.Name(), rs[0].Name())
 	assert.Equal(t, peers.Deadline{}.Name()+" + retry budget", rs[1].Name())
-	assert.Equal(t, peers.Failsafe{}.Name(), rs[2].Name())
-	assert.Contains(t, rs[3].Name(), "+ budget")
+	assert.Equal(t, fmt.Sprintf("%s %d", peers.OverloadName, OverloadCharge), rs[2].Name())
+	assert.Equal(t, peers.Failsafe{}.Name(), rs[3].Name())
+	assert.Contains(t, rs[4].Name(), "+ budget")
+}
+
+// TestOverloadChargeRecovers checks the published model on this project's
+// overload-charge row: the 503s of the outage overdraw the shared budget,
+// so retries stop, the clients offer only their 200 first attempts per
+// second, under the capacity of 250, and the queue the outage left drains
+// as it does without retries. With no charge (the same transport and
+// budget) the 10 retries per second of the budget's floor and its 20 % keep
+// the offered load at the capacity, and goodput never comes back.
+func TestOverloadChargeRecovers(t *testing.T) {
+	m := Default()
+	run := func(n int) Result {
+		o, err := peers.NewDeadlineOverload(m.Call, n)
+		require.NoError(t, err)
+		var res Result
+		synctest.Test(t, func(t *testing.T) {
+			res, err = Simulate(o, m)
+			require.NoError(t, err)
+		})
+		return res
+	}
+	var ref Result
+	synctest.Test(t, func(t *testing.T) {
+		m1 := m
+		m1.Call.MaxAttempts = 1
+		var err error
+		ref, err = Simulate(peers.Baseline{}, m1)
+		require.NoError(t, err)
+	})
+	require.GreaterOrEqual(t, ref.Recovery, time.Duration(0), "the no-retries reference recovers")
+
+	charged := run(OverloadCharge)
+	assert.LessOrEqual(t, charged.OutageAmplification, 1.25)
+	assert.InDelta(t, 1.0, charged.Baseline, 0.001, "every call succeeds before the outage")
+	require.GreaterOrEqual(t, charged.Recovery, time.Duration(0), "recovers within the run; seconds: %+v", charged.Seconds)
+	assert.LessOrEqual(t, charged.Recovery, ref.Recovery+time.Second, "about as soon as without retries")
+	assert.GreaterOrEqual(t, charged.Goodput(), ref.Goodput()-0.01)
+
+	none := run(0)
+	assert.Equal(t, time.Duration(-1), none.Recovery, "no charge: metastable; seconds: %+v", none.Seconds)
+	assert.Less(t, none.Goodput(), charged.Goodput())
 }

@@ -2,8 +2,12 @@ package peers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
@@ -140,4 +144,126 @@ func (b *DeadlineBudget) Do(ctx context.Context, c Call, op Op) error {
 		return struct{}{}, markDeadline(op(ctx))
 	})
 	return err
+}
+
+// DeadlineOverload is [DeadlineBudget] as a user of this project's HTTP
+// transport has it, with the server's overload signal honoured: one
+// deadlinehttp.Transport per downstream, its retry budget shared by every
+// call, and every 429 or 503 without Retry-After charging that budget n
+// more tokens, so that every caller backs off at once:
+//
+//	b, _ := deadline.NewRetryBudget() // 20% of first attempts in 10s + 10 retries/s
+//	tr := deadlinehttp.NewTransport(base, deadlinehttp.WithPolicy(policy),
+//		deadlinehttp.WithDefaultBudget(c.Budget),
+//		deadlinehttp.WithRetryBudget(b), deadlinehttp.WithOverloadCharge(n))
+//
+// The base RoundTripper is in memory: it runs the call's [Op] with the
+// attempt's context and answers a [Failure] with its status (and its
+// Retry-After, in seconds), a success with 200, and any other error as a
+// transport error; so it runs in a testing/synctest bubble, where a socket
+// would not let the clock advance. The budget and the transport are made on
+// the first call, so that the budget reads the clock of the run that uses
+// it; build one DeadlineOverload per run with [NewDeadlineOverload].
+type DeadlineOverload struct {
+	c      Call
+	charge int
+
+	once sync.Once
+	tr   *deadlinehttp.Transport
+	err  error
+}
+
+// NewDeadlineOverload returns the adapter for calls c, charging n tokens
+// per overload answer; n = 0 charges nothing (the shared budget alone, over
+// HTTP). An invalid c or n < 0 is an error.
+func NewDeadlineOverload(c Call, n int) (*DeadlineOverload, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("peers: overload charge is %d, want >= 0 tokens per overload answer", n)
+	}
+	return &DeadlineOverload{c: c, charge: n}, nil
+}
+
+// OverloadName is the start of every [DeadlineOverload]'s name; the tables
+// find this project's overload-charge row by it.
+const OverloadName = "deadline (this) + retry budget + overload charge"
+
+// Name returns the project's name with its retry budget and the charge.
+func (o *DeadlineOverload) Name() string { return fmt.Sprintf("%s %d", OverloadName, o.charge) }
+
+// Charge returns the tokens charged per overload answer.
+func (o *DeadlineOverload) Charge() int { return o.charge }
+
+// Config describes the composition.
+func (o *DeadlineOverload) Config() string {
+	return fmt.Sprintf("deadlinehttp.NewTransport(in-memory base, WithPolicy(the Policy of deadline (this)), WithDefaultBudget(Budget), "+
+		"WithRetryBudget(deadline.NewRetryBudget()), WithOverloadCharge(%d)): one transport and one budget (20%% of first attempts in 10s + 10 retries/s) "+
+		"shared by every call; a 503 or 429 without Retry-After charges the budget %d tokens", o.charge, o.charge)
+}
+
+// opKey carries a call's Op to the in-memory base RoundTripper.
+type opKey struct{}
+
+// opTransport is an http.RoundTripper that runs the Op its request's
+// context carries.
+type opTransport struct{}
+
+// RoundTrip runs the request's Op: nil is a 200, a [Failure] with a status
+// is that status (with its Retry-After), any other error is returned as a
+// transport error.
+func (opTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	op, ok := r.Context().Value(opKey{}).(Op)
+	if !ok {
+		return nil, errors.New("peers: the request's context carries no Op")
+	}
+	status, h := http.StatusOK, http.Header{}
+	if err := op(r.Context()); err != nil {
+		f, ok := errors.AsType[*Failure](err)
+		if !ok || f.Status == 0 {
+			return nil, err
+		}
+		status = f.Status
+		if f.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+		}
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: http.NoBody, ContentLength: 0, Request: r}, nil
+}
+
+// Do sends one GET through the shared transport, whose base runs op. c
+// must be the Call the adapter was built for. A final status other than 200
+// is returned as a [Failure].
+func (o *DeadlineOverload) Do(ctx context.Context, c Call, op Op) error {
+	if c != o.c {
+		return fmt.Errorf("peers: DeadlineOverload built for %+v, called with %+v", o.c, c)
+	}
+	o.once.Do(func() {
+		var b *deadline.RetryBudget
+		if b, o.err = deadline.NewRetryBudget(); o.err != nil {
+			return
+		}
+		o.tr = deadlinehttp.NewTransport(opTransport{}, deadlinehttp.WithPolicy(Deadline{}.Policy(c)),
+			deadlinehttp.WithDefaultBudget(c.Budget), deadlinehttp.WithRetryBudget(b), deadlinehttp.WithOverloadCharge(o.charge))
+	})
+	if o.err != nil {
+		return o.err
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, opKey{}, op), http.MethodGet, "http://downstream.invalid/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: o.tr}).Do(req)
+	if err != nil {
+		return err
+	}
+	if status := drain(resp); status != http.StatusOK {
+		return &Failure{Status: status}
+	}
+	return nil
 }

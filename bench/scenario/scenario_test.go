@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -131,14 +132,18 @@ func TestPostFaultServer(t *testing.T) {
 }
 
 // TestOutageTable renders scenario 8 from a hand-made report: this
-// project's goal is judged on its budgeted row, against the peers only (not
-// its own unbudgeted row, not the hand-written loop, not the no-retries
-// reference), and a run that never recovers says so.
+// project's goal is written on both budgeted rows, judged against the peers
+// only (not its own unbudgeted row, not the hand-written loop, not the
+// no-retries reference), a run that never recovers says so, and the
+// overload-charge row is compared with the no-retries reference in a note.
 func TestOutageTable(t *testing.T) {
+	overload := fmt.Sprintf("%s %d", peers.OverloadName, outage.OverloadCharge)
 	rep := outage.Report{Model: "m", Results: []outage.Result{
 		{Library: peers.Deadline{}.Name(), Calls: 100, Good: 60, Requests: 280, OutageAmplification: 2.8, Recovery: time.Second, Baseline: 1},
 		{Library: (&peers.DeadlineBudget{}).Name(), Calls: 100, Good: 50, Requests: 120, OutageAmplification: 1.2, Recovery: 2 * time.Second, Baseline: 1},
+		{Library: overload, Calls: 100, Good: 70, Requests: 110, OutageAmplification: 1.1, Recovery: 3 * time.Second, Baseline: 1},
 		{Library: peers.Failsafe{}.Name(), Calls: 100, Good: 40, Requests: 290, OutageAmplification: 2.9, Recovery: -1, Baseline: 1},
+		{Library: peers.Cenkalti{}.Name(), Calls: 100, Good: 55, Requests: 250, OutageAmplification: 2.5, Recovery: 2 * time.Second, Baseline: 1},
 		{Library: peers.Baseline{}.Name(), Calls: 100, Good: 90, Requests: 100, OutageAmplification: 1, Recovery: time.Second, Baseline: 1},
 		{Library: outage.NoRetries, Calls: 100, Good: 95, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
 	}}
@@ -146,7 +151,28 @@ func TestOutageTable(t *testing.T) {
 	OutageTable(rep).Markdown(&b)
 	out := b.String()
 	assert.Contains(t, out, "| deadline (this) + retry budget | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
-		"recovery no slower than the best peer: met; goodput ≥ every peer: met")
+		"recovery no slower than the best peer: met; goodput ≥ every peer: **missed** |", "cenkalti's 55% beats it; the unbudgeted row's 60% is not a peer")
+	assert.Contains(t, out, "| "+overload+" | 100 | 110 | 1.10× | 3 s | 70.0% | 100.0% | amplification ≤ 1.25×: met; "+
+		"recovery no slower than the best peer: **missed**; goodput ≥ every peer: met |", "cenkalti recovers in 2 s")
 	assert.Contains(t, out, "| deadline (this) | 100 | 280 | 2.80× | 1 s | 60.0% | 100.0% | — |", "the unbudgeted row is shown, not judged")
 	assert.Contains(t, out, "| failsafe-go v0.9.8 | 100 | 290 | 2.90× | not within the run | 40.0% |")
+	assert.Contains(t, out, "the overload-charge row recovers in 3 s (the reference: 0 s), with goodput 70.0% (the reference: 95.0%)")
+	assert.Contains(t, out, "The goals are judged on the overload-charge row")
+}
+
+// TestOverloadSweepTable renders the sweep: one row per charge, the
+// published charge marked.
+func TestOverloadSweepTable(t *testing.T) {
+	rep := outage.Report{
+		Sweep: []outage.Result{
+			{Library: "a", Calls: 100, Good: 10, Requests: 125, OutageAmplification: 1.25, Recovery: -1},
+			{Library: "b", Calls: 100, Good: 60, Requests: 101, OutageAmplification: 1.01, Recovery: 6 * time.Second},
+		},
+		Charges: []int{0, outage.OverloadCharge},
+	}
+	var b bytes.Buffer
+	OverloadSweepTable(rep).Markdown(&b)
+	out := b.String()
+	assert.Contains(t, out, "| 0 | 125 | 1.25× | not within the run | 10.0% |")
+	assert.Contains(t, out, fmt.Sprintf("| %d (the row of scenario 8) | 101 | 1.01× | 6 s | 60.0%% |", outage.OverloadCharge))
 }

@@ -161,7 +161,7 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		if err != nil {
 			return nil, fmt.Errorf("scenario 8: %w", err)
 		}
-		out = append(out, scenario.OutageTable(rep))
+		out = append(out, scenario.OutageTable(rep), scenario.OverloadSweepTable(rep))
 		fmt.Fprintf(log, "scenario 8: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	if on("7") {
