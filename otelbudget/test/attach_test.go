@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -77,15 +76,7 @@ func TestAttachedTwiceIsHarmless(t *testing.T) {
 					assert.Equal(t, int64(2), intAttr(t, calls[0], otelbudget.AttrAttempts))
 					assert.Len(t, h.spans("op"), 2)
 
-					m := h.collect(t)
-					callsCounted := m[otelbudget.MetricCallDuration].Data.(metricdata.Histogram[float64]).DataPoints
-					require.Len(t, callsCounted, 1)
-					assert.Equal(t, uint64(1), callsCounted[0].Count, "the call is counted once")
-					var attemptsCounted uint64
-					for _, dp := range m[otelbudget.MetricAttemptDuration].Data.(metricdata.Histogram[float64]).DataPoints {
-						attemptsCounted += dp.Count
-					}
-					assert.Equal(t, uint64(2), attemptsCounted, "each attempt is counted once")
+					h.assertCountedOnce(t, 2)
 				})
 			})
 		}

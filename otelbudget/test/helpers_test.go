@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -106,4 +107,20 @@ func (h *harness) collect(t *testing.T) map[string]metricdata.Metrics {
 		}
 	}
 	return out
+}
+
+// assertCountedOnce checks that the harness's metrics count one call and
+// attempts attempts: a call observed through several attachments of the
+// same observer is recorded once.
+func (h *harness) assertCountedOnce(t *testing.T, attempts uint64) {
+	t.Helper()
+	m := h.collect(t)
+	calls := m[otelbudget.MetricCallDuration].Data.(metricdata.Histogram[float64]).DataPoints
+	require.Len(t, calls, 1)
+	assert.Equal(t, uint64(1), calls[0].Count, "the call is counted once")
+	var counted uint64
+	for _, dp := range m[otelbudget.MetricAttemptDuration].Data.(metricdata.Histogram[float64]).DataPoints {
+		counted += dp.Count
+	}
+	assert.Equal(t, attempts, counted, "each attempt is counted once")
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -145,15 +144,7 @@ func TestRPCClientAttachedTwiceIsHarmless(t *testing.T) {
 					require.Len(t, calls[0].Events(), 1, "one backoff event")
 					assert.Equal(t, int64(2), intAttr(t, calls[0], otelbudget.AttrAttempts))
 
-					m := h.collect(t)
-					callsCounted := m[otelbudget.MetricCallDuration].Data.(metricdata.Histogram[float64]).DataPoints
-					require.Len(t, callsCounted, 1)
-					assert.Equal(t, uint64(1), callsCounted[0].Count, "the call is counted once")
-					var attemptsCounted uint64
-					for _, dp := range m[otelbudget.MetricAttemptDuration].Data.(metricdata.Histogram[float64]).DataPoints {
-						attemptsCounted += dp.Count
-					}
-					assert.Equal(t, uint64(2), attemptsCounted, "each attempt is counted once")
+					h.assertCountedOnce(t, 2)
 				})
 			})
 		}
