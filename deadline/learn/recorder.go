@@ -109,7 +109,9 @@ func (r *Recorder) attemptEnd(_ context.Context, a deadline.AttemptInfo, res dea
 		// longer than it was granted.
 		d = a.Granted
 	}
-	r.record(a.Name, res.EndedBy, d, a.Start.Add(res.Duration).UnixNano())
+	// Start.UnixNano() + Duration is Start.Add(Duration).UnixNano(), without
+	// the monotonic reading that Add also moves.
+	r.record(a.Name, res.EndedBy, d, a.Start.UnixNano()+int64(res.Duration))
 }
 
 // Record records one attempt of step, as [Histogram.Add] describes: d is
