@@ -83,15 +83,20 @@ type kindCounts struct {
 	_                         [cacheLine - 3*8]byte
 }
 
-// shard picks the shard of the counters a recording adds to, from the
-// nanosecond at which the attempt ended: close to random between two cores
-// recording at once, and a multiplication where a random number costs
-// several times more. With a clock too coarse to tell the recordings apart,
-// they share a shard, as they shared the one counter before sharding.
-func shard(at int64) int {
-	// Fibonacci hashing: the top bits of the product depend on every bit of
-	// at, the low ones (which vary most) included.
-	return int(uint64(at) * 0x9e3779b97f4a7c15 >> (64 - shardBits))
+// shard picks the shard of the counters a recording adds to, from an
+// address on the stack of the goroutine that records (sp). It has to be
+// stable for a goroutine, not merely spread: with a shard picked at random
+// per recording, the line a core writes was last written by the other core
+// half of the time, and moving it costs as much as the contention the shards
+// are there to avoid. A goroutine's stack is its own, and the runtime hands
+// a finished goroutine's stack to the next one started on the same P, so
+// the goroutines of a core tend to keep to one shard and its line stays in
+// that core's cache. Stacks are 8 KiB or more, so the address is hashed from
+// the 8 KiB block it is in (Fibonacci hashing, which spreads consecutive
+// blocks over every shard). When the runtime moves a stack (to grow or
+// shrink it), the goroutine changes shard: readers sum them all.
+func shard(sp uintptr) int {
+	return int(uint64(sp>>13) * 0x9e3779b97f4a7c15 >> (64 - shardBits))
 }
 
 // Hooks returns hooks that record every attempt of every call they
@@ -141,7 +146,8 @@ func (r *Recorder) record(step string, ended deadline.EndedBy, d time.Duration, 
 }
 
 func (s *series) add(ended deadline.EndedBy, d time.Duration, at int64) {
-	switch k := &s.kinds[shard(at)]; ended {
+	var onStack byte
+	switch k := &s.kinds[shard(uintptr(unsafe.Pointer(&onStack)))]; ended {
 	case deadline.EndedCompleted:
 		k.successes.Add(1)
 	case deadline.EndedAttemptTimeout:
