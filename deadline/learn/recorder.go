@@ -27,9 +27,10 @@ const MaxSteps = 256
 // [Recorder.Suggest]. The zero Recorder is empty and ready to use. It is
 // safe for concurrent use: recording takes no lock and does not allocate
 // once the step's series exists (atomic counters; a series is created once
-// per step, under a lock). Cores recording the same step at once write
-// different copies of its per-outcome counters, so they do not contend for
-// one cache line. Each series takes about 9.1 KiB.
+// per step, under a lock). Goroutines recording the same step on different
+// cores mostly write different copies of its per-outcome counters (8, one
+// cache line each), so they seldom contend for a line. Each series takes
+// about 9.1 KiB.
 type Recorder struct {
 	mu       sync.Mutex                         // serialises series creation
 	steps    atomic.Pointer[map[string]*series] // copy-on-write
