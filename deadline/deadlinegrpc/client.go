@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -77,11 +80,38 @@ import (
 // [Client.DialOptions] does), or give those methods no retryPolicy. The
 // client cannot see WithDisableRetry, but it reads the service config: when
 // a method it may retry has a retryPolicy there, it logs a warning once per
-// method ([WithLogger]).
+// method ([WithLogger]). It reads the service config the first time it
+// retries a method, and after that on one call of that method in
+// [recheckEvery], chosen at random, so that a later service config (a
+// resolver's update, or another connection the client is installed on)
+// that adds a retryPolicy is reported within about that many calls,
+// without taking the connection's lock on every call.
 type Client struct {
-	cfg        clientConfig
-	idempotent sync.Map // method -> bool, the descriptor's answer
-	warned     sync.Map // method -> struct{}, double retry reported
+	cfg     clientConfig
+	methods sync.Map // method -> *methodState
+}
+
+// methodState is what a Client keeps about one method, so that an RPC
+// reads it with one lock-free lookup.
+type methodState struct {
+	safe    bool        // listed, or its descriptor says so (see [IsIdempotent])
+	checked atomic.Bool // the service config was read for a retryPolicy
+	warned  atomic.Bool // and had one: reported, never read again
+}
+
+// recheckEvery is how many calls of a method the client makes, on
+// average, between two readings of the service config once it found no
+// retryPolicy for that method (see [Client], "grpc-go's own retry").
+const recheckEvery = 1024
+
+// method returns the client's state of method, made on its first call.
+func (c *Client) method(method string) *methodState {
+	if m, ok := c.methods.Load(method); ok {
+		return m.(*methodState)
+	}
+	m := &methodState{safe: c.cfg.idempotent[method] || IsIdempotent(c.cfg.files, method)}
+	actual, _ := c.methods.LoadOrStore(method, m)
+	return actual.(*methodState)
 }
 
 // NewClient returns a Client configured by opts. It checks the options
@@ -172,12 +202,13 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 		p.Name = strings.TrimPrefix(method, "/")
 	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
-	safe := retry && c.safe(method)
-	if !safe && p.MaxAttempts > 1 {
+	m := c.method(method)
+	safe := retry && m.safe
+	if !safe && p.MaxAttempts > 1 && c.debug(ctx) {
 		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: method is not declared safe to repeat; sending it once", "method", method)
 	}
 	if safe && p.MaxAttempts > 1 {
-		c.checkDoubleRetry(ctx, cc, method)
+		c.checkDoubleRetry(ctx, cc, method, m)
 	}
 	p.Retryable = classifier(safe, p.Retryable)
 	return d, p
@@ -220,9 +251,17 @@ func (c *Client) policyFor(ctx context.Context, method string) deadline.Policy {
 		if p, ok := c.cfg.policyFunc(method); ok {
 			return p
 		}
-		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: no policy for method; using the client's policy", "method", method)
+		if c.debug(ctx) {
+			c.cfg.logger.DebugContext(ctx, "deadlinegrpc: no policy for method; using the client's policy", "method", method)
+		}
 	}
 	return c.cfg.policy
+}
+
+// debug reports whether the logger records debug messages: asked first,
+// a disabled debug log costs no allocation (its arguments would escape).
+func (c *Client) debug(ctx context.Context) bool {
+	return c.cfg.logger.Enabled(ctx, slog.LevelDebug)
 }
 
 // mark classifies an attempt's error: a retryable code without a refusal
@@ -247,15 +286,29 @@ func (c *Client) mark(err error, trailer metadata.MD) error {
 }
 
 // checkDoubleRetry warns once per method when grpc-go's service config
-// gives a method this client retries a retryPolicy of its own.
-func (c *Client) checkDoubleRetry(ctx context.Context, cc *grpc.ClientConn, method string) {
-	if cc == nil {
+// gives a method this client retries a retryPolicy of its own. It reads
+// the config (under the connection's lock) on the method's first call and
+// then on one call in recheckEvery, at random: math/rand/v2's source is
+// per thread, so that choice writes nothing shared. Until the connection
+// has left idle, every call reads it.
+func (c *Client) checkDoubleRetry(ctx context.Context, cc *grpc.ClientConn, method string, m *methodState) {
+	if cc == nil || m.warned.Load() {
 		return
 	}
+	if m.checked.Load() && rand.Uint32N(recheckEvery) != 0 {
+		return
+	}
+	// An idle connection may not have its service config yet (the first
+	// RPC on it is what starts the resolver): only a reading made after it
+	// left idle counts as the method's first.
+	resolved := cc.GetState() != connectivity.Idle
 	if cc.GetMethodConfig(method).RetryPolicy == nil {
+		if resolved {
+			m.checked.Store(true)
+		}
 		return
 	}
-	if _, done := c.warned.LoadOrStore(method, struct{}{}); done {
+	if m.warned.Swap(true) {
 		return
 	}
 	c.cfg.logger.WarnContext(ctx, "deadlinegrpc: the service config gives this method a grpc-go retryPolicy, whose retries ignore the budget; dial with grpc.WithDisableRetry() or remove its retryPolicy",

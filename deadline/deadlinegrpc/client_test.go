@@ -3,6 +3,7 @@ package deadlinegrpc_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -398,4 +402,53 @@ func TestWarnsOfGRPCRetryPolicy(t *testing.T) {
 	_, err := v.get(t.Context(), mSet, "x")
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), "warned once, for Get only: %s", logs.String())
+}
+
+// The service config is not read on every call (it takes the connection's
+// lock), but a later one is still noticed: after a resolver update gives a
+// method the client retries a retryPolicy, the client warns within a few
+// thousand calls (it reads the config on one call in 1024, at random), and
+// only once.
+func TestWarnsOfGRPCRetryPolicyAddedLater(t *testing.T) {
+	const (
+		with = `{"methodConfig":[{"name":[{"service":"` + service + `","method":"Get"}],
+		"retryPolicy":{"maxAttempts":2,"initialBackoff":"0.01s","maxBackoff":"0.1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
+	)
+	r := manual.NewBuilderWithScheme("later")
+	r.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: "unused"}}})
+	cc, err := grpc.NewClient(r.Scheme()+":///x", grpcInsecure(), grpc.WithResolvers(r),
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) { return nil, errors.New("no network in this test") }))
+	require.NoError(t, err)
+	defer cc.Close()
+
+	logs := &logBuffer{}
+	c := newClient(t, deadlinegrpc.WithLogger(logs.logger()))
+	unary := c.UnaryInterceptor()
+	invoke := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	ctx := deadline.NewContext(t.Context(), deadline.New(time.Hour))
+	warned := func() int { return strings.Count(logs.String(), "level=WARN") }
+
+	cc.Connect()
+	wctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for cc.GetState() == connectivity.Idle && cc.WaitForStateChange(wctx, connectivity.Idle) {
+	}
+	for range 3000 {
+		require.NoError(t, unary(ctx, mGet, nil, nil, cc, invoke))
+	}
+	require.Zero(t, warned(), "no retryPolicy yet")
+
+	r.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: "unused"}}, ServiceConfig: r.CC().ParseServiceConfig(with)})
+	require.NotNil(t, cc.GetMethodConfig(mGet).RetryPolicy, "the update is applied")
+	calls := 0
+	for ; calls < 64*1024 && warned() == 0; calls += 256 {
+		for range 256 {
+			require.NoError(t, unary(ctx, mGet, nil, nil, cc, invoke))
+		}
+	}
+	require.Equal(t, 1, warned(), "warned within %d calls of the update: %s", calls, logs.String())
+	for range 4096 {
+		require.NoError(t, unary(ctx, mGet, nil, nil, cc, invoke))
+	}
+	assert.Equal(t, 1, warned(), "and only once")
 }

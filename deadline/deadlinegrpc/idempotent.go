@@ -43,16 +43,6 @@ func IsIdempotent(files *protoregistry.Files, method string) bool {
 }
 
 // safe reports whether the client may send method more than once: it is in
-// the explicit list, or its descriptor declares it safe. The descriptor's
-// answer is cached per method.
-func (c *Client) safe(method string) bool {
-	if c.cfg.idempotent[method] {
-		return true
-	}
-	if v, ok := c.idempotent.Load(method); ok {
-		return v.(bool)
-	}
-	v := IsIdempotent(c.cfg.files, method)
-	c.idempotent.Store(method, v)
-	return v
-}
+// the explicit list, or its descriptor declares it safe. The answer is
+// cached per method.
+func (c *Client) safe(method string) bool { return c.method(method).safe }

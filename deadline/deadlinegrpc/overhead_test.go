@@ -2,6 +2,10 @@ package deadlinegrpc_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -95,6 +99,32 @@ func TestUnaryAllocations(t *testing.T) {
 	assert.LessOrEqual(t, got-engine, 1.0, "interceptor %v allocs/op, deadline.Do %v", got, engine)
 }
 
+// A method that is not safe to repeat costs no more allocations than one
+// that is: the debug message saying it is sent once is built only when
+// the logger records debug messages (before, its argument escaped on
+// every call: one allocation more).
+func TestUnsafeMethodAllocations(t *testing.T) {
+	ctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+	var inv okInvoker
+	invoke := grpc.UnaryInvoker(inv.invoke)
+	allocs := func(c *deadlinegrpc.Client) float64 {
+		unary := c.UnaryInterceptor()
+		return testing.AllocsPerRun(200, func() { _ = unary(ctx, mPut, nil, nil, nil, invoke) })
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	unsafe, err := deadlinegrpc.NewClient(deadlinegrpc.WithLogger(quiet))
+	require.NoError(t, err)
+	safe, err := deadlinegrpc.NewClient(deadlinegrpc.WithLogger(quiet), deadlinegrpc.WithIdempotentMethods(mPut))
+	require.NoError(t, err)
+	assert.Equal(t, allocs(safe), allocs(unsafe), "not safe to repeat, debug off")
+
+	logs := &logBuffer{}
+	verbose, err := deadlinegrpc.NewClient(deadlinegrpc.WithLogger(logs.logger()))
+	require.NoError(t, err)
+	require.NoError(t, verbose.UnaryInterceptor()(ctx, mPut, nil, nil, nil, invoke))
+	assert.Contains(t, logs.String(), "not declared safe to repeat", "debug on: still said")
+}
+
 // BenchmarkUnaryInterceptor measures the interceptor alone (no network):
 // what it adds to an RPC on the caller's goroutine.
 func BenchmarkUnaryInterceptor(b *testing.B) {
@@ -107,6 +137,47 @@ func BenchmarkUnaryInterceptor(b *testing.B) {
 	for b.Loop() {
 		_ = unary(ctx, mGet, nil, nil, nil, invoke)
 	}
+}
+
+// BenchmarkUnaryInterceptorConn is BenchmarkUnaryInterceptor with a real
+// connection whose service config (a methodConfig for the service, without
+// a retryPolicy) has been applied, as in production: the interceptor's own
+// per-RPC work on the connection (the double-retry check), serially and
+// from every core at once. The invoker is still a stub: nothing is sent.
+func BenchmarkUnaryInterceptorConn(b *testing.B) {
+	const config = `{"methodConfig":[{"name":[{"service":"` + service + `"}],"timeout":"60s"}]}`
+	cc, err := grpc.NewClient("passthrough:///unused", grpcInsecure(), grpc.WithDefaultServiceConfig(config),
+		grpc.WithContextDialer(func(context.Context, string) (net.Conn, error) {
+			return nil, errors.New("no network in this benchmark")
+		}))
+	require.NoError(b, err)
+	defer cc.Close()
+	cc.Connect() // leaves idle: the resolver's update applies the service config
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for cc.GetMethodConfig(mGet).Timeout == nil && cc.WaitForStateChange(ctx, cc.GetState()) {
+	}
+	require.NotNil(b, cc.GetMethodConfig(mGet).Timeout, "the service config is applied")
+
+	c, err := deadlinegrpc.NewClient(deadlinegrpc.WithIdempotentMethods(mGet))
+	require.NoError(b, err)
+	unary := c.UnaryInterceptor()
+	invoke := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	dctx := deadline.NewContext(context.Background(), deadline.New(time.Hour))
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = unary(dctx, mGet, nil, nil, cc, invoke)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = unary(dctx, mGet, nil, nil, cc, invoke)
+			}
+		})
+	})
 }
 
 // An RPC whose inbound deadline is within the server's maximum already has
