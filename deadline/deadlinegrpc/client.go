@@ -80,12 +80,12 @@ import (
 // [Client.DialOptions] does), or give those methods no retryPolicy. The
 // client cannot see WithDisableRetry, but it reads the service config: when
 // a method it may retry has a retryPolicy there, it logs a warning once per
-// method ([WithLogger]). It reads the service config the first time it
-// retries a method, and after that on one call of that method in
-// [recheckEvery], chosen at random, so that a later service config (a
-// resolver's update, or another connection the client is installed on)
-// that adds a retryPolicy is reported within about that many calls,
-// without taking the connection's lock on every call.
+// method ([WithLogger]). It reads the service config on the first call of
+// a method it may retry once the connection has left idle, and after that
+// on one call of that method in 1024, chosen at random, so that a later
+// service config (a resolver's update, or another connection the client is
+// installed on) that adds a retryPolicy is reported within about that many
+// calls, without taking the connection's lock on every call.
 type Client struct {
 	cfg     clientConfig
 	methods sync.Map // method -> *methodState
