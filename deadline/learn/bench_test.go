@@ -37,6 +37,12 @@ func TestRecordAllocatesNothing(t *testing.T) {
 // AttemptEnd hook, durations spread over many buckets.
 func BenchmarkRecord(b *testing.B) {
 	var rec learn.Recorder
+	benchRecord(b, &rec)
+}
+
+// benchRecord records attempts of durations spread over many buckets into
+// rec through its AttemptEnd hook, one per iteration.
+func benchRecord(b *testing.B, rec *learn.Recorder) {
 	end := rec.Hooks().AttemptEnd
 	ctx := context.Background()
 	a, r := attempt(0)
@@ -75,17 +81,7 @@ func BenchmarkRecordLive(b *testing.B) {
 	if _, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second}}); err != nil {
 		b.Fatal(err)
 	}
-	end := rec.Hooks().AttemptEnd
-	ctx := context.Background()
-	a, r := attempt(0)
-	durations := spread()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		r.Duration = durations[i&1023]
-		i++
-		end(ctx, a, r)
-	}
+	benchRecord(b, &rec)
 }
 
 // BenchmarkLiveCeiling is what Do pays per attempt for a live ceiling.
