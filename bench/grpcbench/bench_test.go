@@ -293,29 +293,41 @@ func rotate(b *testing.B, cs []client, p payload) (cpu, wall []time.Duration, ca
 	return cpu, wall, float64(rounds * overheadBlock)
 }
 
-// BenchmarkTrailerCapture locates part of deadlinegrpc's own cost: what
-// grpc-go charges for the trailer capture the interceptor adds to every
-// attempt (grpc.Trailer, which makes grpc-go copy the call-option list and
-// the trailer map: 2 allocations, plus the interceptor's own for the
-// capture). It runs, as BenchmarkOverhead does, a plain client with a
-// context deadline, the same with a per-call trailer capture allocated as
-// deadlinegrpc's is, and deadlinegrpc, each on its own connection, over
-// bufconn and TCP with the empty message, and reports CPU time per RPC
-// relative to the plain client with a deadline (trailer/timeout,
-// deadline/timeout, deadline/trailer).
-func BenchmarkTrailerCapture(b *testing.B) {
+// BenchmarkOverheadSteps locates deadlinegrpc's own cost, (b) of
+// BenchmarkOverhead, by building it up one step at a time from the plain
+// call with a context deadline. Each client has its own connection and
+// server, and they run as BenchmarkOverhead's do (rotating blocks, process
+// CPU clock), over bufconn and TCP with the empty message:
+//
+//   - grpc+timeout: the plain call with a context.WithTimeout per RPC;
+//   - grpc+timeout-again: the same client once more, an A/A control: how
+//     far two identical clients differ is what the measure resolves;
+//   - withdeadline: an interceptor that runs the call under
+//     context.WithDeadline at the instant deadline.Do's lease ends (the
+//     budget's end less the default floor), what any interceptor that sends
+//     a lease pays;
+//   - do: an interceptor that runs the call as the op of deadline.Do, with
+//     the default policy and nothing else;
+//   - do+trailer: the same, with a per-call trailer capture allocated as
+//     deadlinegrpc's is (grpc-go copies the trailer and the option list for
+//     it);
+//   - deadlinegrpc: the client interceptor.
+//
+// It reports each step's CPU time per RPC relative to the one before it
+// (again/timeout, withdeadline/timeout, do/withdeadline, trailer/do,
+// deadline/trailer) and deadline/timeout, the whole of (b).
+func BenchmarkOverheadSteps(b *testing.B) {
 	for _, network := range []string{"bufconn", "tcp"} {
 		b.Run(network, func(b *testing.B) {
-			cs := []client{
-				{name: "grpc+timeout", cc: dialOn(b, network, nil, grpc.WithDisableRetry()), timeout: true},
-				{name: "grpc+timeout+trailer", cc: dialOn(b, network, nil, grpc.WithDisableRetry()), timeout: true, trailer: true},
-				{name: "deadlinegrpc", cc: dialOn(b, network, nil, deadlineOpts(b)...)},
-			}
+			cs := stepClients(b, network)
 			cpu, _, calls := rotate(b, cs, payloads[0])
 			ratio := func(x, y int) float64 { return float64(cpu[x]) / float64(cpu[y]) }
-			b.ReportMetric(ratio(1, 0), "trailer/timeout")
-			b.ReportMetric(ratio(2, 0), "deadline/timeout")
-			b.ReportMetric(ratio(2, 1), "deadline/trailer")
+			b.ReportMetric(ratio(1, 0), "again/timeout")
+			b.ReportMetric(ratio(2, 0), "withdeadline/timeout")
+			b.ReportMetric(ratio(3, 2), "do/withdeadline")
+			b.ReportMetric(ratio(4, 3), "trailer/do")
+			b.ReportMetric(ratio(5, 4), "deadline/trailer")
+			b.ReportMetric(ratio(5, 0), "deadline/timeout")
 			for i, c := range cs {
 				b.ReportMetric(float64(cpu[i])/calls/1e3, c.name+"-cpu-us")
 			}
@@ -323,10 +335,43 @@ func BenchmarkTrailerCapture(b *testing.B) {
 	}
 }
 
+// stepClients are BenchmarkOverheadSteps' clients, in its order, each on a
+// connection of its own.
+func stepClients(tb testing.TB, network string) []client {
+	lease := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		d, _ := deadline.FromContext(ctx)
+		return context.WithDeadline(ctx, d.End().Add(-deadline.DefaultPolicy().Floor))
+	}
+	withDeadline := func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		actx, cancel := lease(ctx)
+		defer cancel()
+		return invoke(actx, m, req, reply, cc, opts...)
+	}
+	policy := deadline.DefaultPolicy()
+	do := func(ctx context.Context, m string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		d, _ := deadline.FromContext(ctx)
+		_, err := deadline.Do(ctx, d, policy, func(actx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+			return struct{}{}, invoke(actx, m, req, reply, cc, opts...)
+		})
+		return err
+	}
+	intercepted := func(f grpc.UnaryClientInterceptor) *grpc.ClientConn {
+		return dialOn(tb, network, nil, grpc.WithChainUnaryInterceptor(f), grpc.WithDisableRetry())
+	}
+	return []client{
+		{name: "grpc+timeout", cc: dialOn(tb, network, nil, grpc.WithDisableRetry()), timeout: true},
+		{name: "grpc+timeout-again", cc: dialOn(tb, network, nil, grpc.WithDisableRetry()), timeout: true},
+		{name: "withdeadline", cc: intercepted(withDeadline)},
+		{name: "do", cc: intercepted(do)},
+		{name: "do+trailer", cc: intercepted(do), trailer: true},
+		{name: "deadlinegrpc", cc: dialOn(tb, network, nil, deadlineOpts(tb)...)},
+	}
+}
+
 // overheadBlock is how many RPCs BenchmarkOverhead runs per block.
 const overheadBlock = 64
 
-// TestEveryClientAnswers: every benchmarked client (BenchmarkTrailerCapture's
+// TestEveryClientAnswers: every benchmarked client (BenchmarkOverheadSteps'
 // too) gets the right answer
 // to both payloads over both networks, and leaves no goroutine behind.
 func TestEveryClientAnswers(t *testing.T) {
@@ -334,9 +379,8 @@ func TestEveryClientAnswers(t *testing.T) {
 	for _, network := range []string{"bufconn", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			ctx := deadline.NewContext(t.Context(), deadline.New(time.Minute))
-			trailer := client{name: "grpc+timeout+trailer", cc: dialOn(t, network, nil, grpc.WithDisableRetry()), timeout: true, trailer: true}
 			cs := clients(t, network)
-			for _, c := range append(cs[:], trailer) {
+			for _, c := range append(cs[:], stepClients(t, network)...) {
 				out := new(wrapperspb.StringValue)
 				require.NoError(t, c.invoke(ctx, payloads[0], wrapperspb.String("x"), out), c.name)
 				require.Equal(t, "x", out.GetValue(), c.name)
