@@ -94,6 +94,11 @@ func BenchmarkBackoffDelay(b *testing.B) {
 // receives, and release the context on every path. floor/bare is how close
 // to the bare call the rules allow; do/floor is what Do adds to them
 // (validation, the caller's context deadline and hooks, the call's state).
+//
+// A fourth, contract, is the floor plus what Do's contract asks before any
+// attempt (the arguments checked, the caller's context deadline, context
+// hooks and cancellation looked up), still without a retry loop or its
+// state: contract/bare is the least a Do that keeps its contract can cost.
 func BenchmarkDoOverBare(b *testing.B) {
 	const block = 256
 	runtime.LockOSThread()
@@ -120,6 +125,10 @@ func BenchmarkDoOverBare(b *testing.B) {
 			v, _ := deadline.Do(ctx, d, p, doOp)
 			sink += v
 		},
+		func() {
+			v, _ := contractAttempt(ctx, d, &p, doOp)
+			sink += v
+		},
 	}
 	var cpu [len(variants)]time.Duration
 	n := 0
@@ -135,6 +144,7 @@ func BenchmarkDoOverBare(b *testing.B) {
 		n++
 	}
 	bare, floor, do := float64(cpu[0]), float64(cpu[1]), float64(cpu[2])
+	b.ReportMetric(float64(cpu[3])/bare, "contract/bare")
 	b.ReportMetric(do/bare, "do/bare")
 	b.ReportMetric(floor/bare, "floor/bare")
 	b.ReportMetric(do/floor, "do/floor")
@@ -156,4 +166,31 @@ func floorAttempt[T any](ctx context.Context, end time.Time, ceiling time.Durati
 	actx, cancel := context.WithDeadlineCause(ctx, start.Add(ceiling), errFloorCeiling)
 	defer cancel()
 	return op(actx, deadline.AttemptInfo{Number: 1, Start: start, Ceiling: ceiling, Granted: ceiling, Remaining: remaining, LimitedBy: deadline.LimitCeiling})
+}
+
+// contractAttempt is floorAttempt plus what Do's contract asks before any
+// attempt: its arguments checked, the caller's context deadline and hooks
+// looked up, and the caller's cancellation.
+//
+//go:noinline
+func contractAttempt[T any](ctx context.Context, d deadline.Deadline, p *deadline.Policy, op func(context.Context, deadline.AttemptInfo) (T, error)) (T, error) {
+	var zero T
+	if ctx == nil || d.IsZero() || op == nil || p.MaxAttempts < 1 || p.AttemptTimeout < 0 || p.Floor < 0 || p.Backoff.Base < 0 || p.Backoff.Max < p.Backoff.Base || p.Backoff.Jitter > deadline.JitterNone || p.Hedge != nil {
+		return zero, errFloorCeiling
+	}
+	end := d.End()
+	if t, ok := ctx.Deadline(); ok && t.Before(end) {
+		end = t
+	}
+	if deadline.ContextHooks(ctx) != nil || ctx.Err() != nil {
+		return zero, errFloorCeiling
+	}
+	remaining := time.Until(end)
+	if remaining <= p.Floor {
+		return zero, errFloorCeiling
+	}
+	start := end.Add(-remaining)
+	actx, cancel := context.WithDeadlineCause(ctx, start.Add(p.AttemptTimeout), errFloorCeiling)
+	defer cancel()
+	return op(actx, deadline.AttemptInfo{Name: p.Name, Number: 1, Start: start, Ceiling: p.AttemptTimeout, Granted: p.AttemptTimeout, Remaining: remaining, LimitedBy: deadline.LimitCeiling})
 }
