@@ -10,7 +10,7 @@
 // deadline.Do, the trailer capture, the rest of the interceptor), beside an
 // A/A control that says what the measure resolves.
 //
-//	go test -run '^$' -bench BenchmarkOverhead -benchtime=120x -count=6 ./grpcbench/
-//	go test -run '^$' -bench BenchmarkOverheadSteps -benchtime=400x -count=10 ./grpcbench/
+//	go test -run '^$' -bench '^BenchmarkOverhead$' -benchtime=120x -count=6 ./grpcbench/
+//	go test -run '^$' -bench '^BenchmarkOverheadSteps$' -benchtime=400x -count=10 ./grpcbench/
 //	go test -run '^$' -bench BenchmarkUnary -benchtime=3000x -count=3 -benchmem ./grpcbench/
 package grpcbench
