@@ -206,3 +206,17 @@ func ExampleHedge() {
 	fmt.Println(v, err)
 	// Output: answer from attempt 2 (hedge: true) <nil>
 }
+
+// A transport that receives a caller's budget (here 800 ms, as a header
+// would carry it) applies the one admission rule: clamp to the server's
+// maximum, refuse at or below the floor.
+func ExampleAdmit() {
+	a := deadline.Admit(deadline.Inbound{Present: true, Budget: 800 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
+	fmt.Println(a.Budget, a.Limit, a.Refusal)
+
+	a = deadline.Admit(deadline.Inbound{Present: true, Budget: 15 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
+	fmt.Println(a.Budget, a.Limit, a.Refusal, a.Refused())
+	// Output:
+	// 800ms header none
+	// 15ms header floor true
+}

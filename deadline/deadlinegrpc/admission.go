@@ -1,6 +1,10 @@
 package deadlinegrpc
 
-import "time"
+import (
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
 
 // Admission is what a [Server] decided for one RPC, as reported to
 // [WithAdmission]: the inbound deadline, the limits the server applied, the
@@ -34,51 +38,28 @@ func (a Admission) Clamped() bool { return a.HasDeadline && a.Limit == LimitMax 
 func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
 
 // Limit says which limit set an RPC's effective budget. On a tie the
-// inbound deadline wins.
-type Limit uint8
+// inbound deadline wins. It is the admission vocabulary every transport
+// shares ([deadline.AdmissionLimit]): the inbound deadline arrives as the
+// grpc-timeout header, so its name is "header", as the HTTP middleware's.
+type Limit = deadline.AdmissionLimit
 
 const (
 	// LimitInbound: the inbound deadline, at or below the maximum.
-	LimitInbound Limit = iota + 1
+	LimitInbound = deadline.AdmitByInbound
 	// LimitMax: the server's maximum, because the inbound deadline was
 	// further away, or absent.
-	LimitMax
+	LimitMax = deadline.AdmitByMax
 )
 
-// String returns "header" (the inbound deadline arrives as the
-// grpc-timeout header; the HTTP middleware names its own header's limit the
-// same, so one telemetry vocabulary serves both) or "max".
-func (l Limit) String() string {
-	switch l {
-	case LimitInbound:
-		return "header"
-	case LimitMax:
-		return "max"
-	}
-	return "unknown"
-}
-
-// Refusal says why a [Server] refused an RPC, if it did.
-type Refusal uint8
+// Refusal says why a [Server] refused an RPC, if it did
+// ([deadline.Refusal], shared by every transport).
+type Refusal = deadline.Refusal
 
 const (
 	// RefusalNone: the RPC was admitted and the handler ran.
-	RefusalNone Refusal = iota
+	RefusalNone = deadline.RefusalNone
 	// RefusalSpent: nothing was left on arrival. Refused whatever the floor.
-	RefusalSpent
+	RefusalSpent = deadline.RefusalSpent
 	// RefusalFloor: the budget was above zero but at or below the floor.
-	RefusalFloor
+	RefusalFloor = deadline.RefusalFloor
 )
-
-// String returns "none", "spent" or "floor".
-func (r Refusal) String() string {
-	switch r {
-	case RefusalNone:
-		return "none"
-	case RefusalSpent:
-		return "spent"
-	case RefusalFloor:
-		return "floor"
-	}
-	return "unknown"
-}

@@ -196,28 +196,19 @@ func (s *serverStream) Context() context.Context { return s.ctx }
 
 // admit decides an RPC's budget and reports it.
 func (s *Server) admit(ctx context.Context, method string) (Admission, deadline.Deadline) {
-	a := Admission{MaxBudget: s.cfg.max, Floor: s.cfg.floor, Budget: s.cfg.max, Limit: LimitMax}
-	var d deadline.Deadline
+	var in deadline.Inbound
 	if end, ok := ctx.Deadline(); ok {
-		a.HasDeadline, a.Inbound = true, time.Until(end)
-		if a.Inbound <= a.Budget {
-			a.Budget, a.Limit = max(a.Inbound, 0), LimitInbound
-			d = deadline.At(end)
-		}
+		in = deadline.Inbound{Present: true, End: end}
 	}
-	switch {
-	case a.Budget <= 0:
-		a.Refusal = RefusalSpent
-	case a.Budget <= a.Floor:
-		a.Refusal = RefusalFloor
-	}
-	if a.Limit == LimitMax {
-		d = deadline.New(a.Budget)
+	ad := deadline.Admit(in, deadline.Deadline{}, s.cfg.max, s.cfg.floor)
+	a := Admission{
+		HasDeadline: ad.Inbound.Present, Inbound: ad.Inbound.Budget,
+		MaxBudget: ad.MaxBudget, Budget: ad.Budget, Limit: ad.Limit, Floor: ad.Floor, Refusal: ad.Refusal,
 	}
 	for _, f := range s.cfg.admission {
 		f(ctx, method, a)
 	}
-	return a, d
+	return a, ad.Deadline
 }
 
 func refusedValue(a Admission) string {

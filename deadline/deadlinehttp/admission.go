@@ -1,6 +1,10 @@
 package deadlinehttp
 
-import "time"
+import (
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
 
 // Admission is what [NewHandler] decided for one request, as reported to
 // [WithAdmission]: what the budget header held, the limits the server
@@ -61,59 +65,33 @@ func (a Admission) HeaderZero() bool { return a.HeaderValid && a.HeaderBudget ==
 func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
 
 // Limit says which limit set a request's effective budget ([Admission.Budget]).
-// On a tie the header wins over the maximum, and either over the context.
-type Limit uint8
+// On a tie the header wins over the maximum, and either over the context. It
+// is the admission vocabulary every transport shares ([deadline.AdmissionLimit]).
+type Limit = deadline.AdmissionLimit
 
 const (
 	// LimitHeader: the budget header's value, at or below the maximum.
-	LimitHeader Limit = iota + 1
+	LimitHeader = deadline.AdmitByInbound
 	// LimitMax: the server's maximum ([WithMaxBudget]), because the header
 	// was larger, absent, malformed without a valid member, or stripped.
-	LimitMax
+	LimitMax = deadline.AdmitByMax
 	// LimitContext: the request context's own deadline (or a
 	// [deadline.Deadline] already stored in it), which ended sooner than
 	// the other two. The middleware keeps that deadline.
-	LimitContext
+	LimitContext = deadline.AdmitByOuter
 )
 
-var limitNames = [...]string{
-	LimitHeader:  "header",
-	LimitMax:     "max",
-	LimitContext: "context",
-}
-
-// String returns the stable name: "header", "max" or "context".
-func (l Limit) String() string {
-	if l > 0 && int(l) < len(limitNames) {
-		return limitNames[l]
-	}
-	return "unknown"
-}
-
-// Refusal says why [NewHandler] refused a request, if it did.
-type Refusal uint8
+// Refusal says why [NewHandler] refused a request, if it did
+// ([deadline.Refusal], shared by every transport).
+type Refusal = deadline.Refusal
 
 const (
 	// RefusalNone: the request was admitted and next ran.
-	RefusalNone Refusal = iota
+	RefusalNone = deadline.RefusalNone
 	// RefusalSpent: nothing was left. The header said 0, or the context's
 	// deadline had already passed on arrival. Refused whatever the floor.
-	RefusalSpent
+	RefusalSpent = deadline.RefusalSpent
 	// RefusalFloor: the effective budget was above zero but at or below
 	// the server's floor ([WithFloor]): the work could not finish in time.
-	RefusalFloor
+	RefusalFloor = deadline.RefusalFloor
 )
-
-var refusalNames = [...]string{
-	RefusalNone:  "none",
-	RefusalSpent: "spent",
-	RefusalFloor: "floor",
-}
-
-// String returns the stable name: "none", "spent" or "floor".
-func (r Refusal) String() string {
-	if int(r) < len(refusalNames) {
-		return refusalNames[r]
-	}
-	return "unknown"
-}

@@ -227,7 +227,7 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a, outer := h.admit(r)
+	a, d := h.admit(r)
 	if h.cfg.admission != nil {
 		h.cfg.admission(r, a)
 	}
@@ -236,10 +236,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(RefusedHeader, refused)
 		http.Error(w, "deadline budget too small: "+refused, http.StatusGatewayTimeout)
 		return
-	}
-	d := outer
-	if a.Limit != LimitContext {
-		d = deadline.New(a.Budget)
 	}
 	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
 	defer cancel()
@@ -256,10 +252,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, inner)
 }
 
-// admit reads the request's budget header and context and decides its
-// budget. outer is the context's deadline when Limit is LimitContext.
-func (h *handler) admit(r *http.Request) (a Admission, outer deadline.Deadline) {
-	a = Admission{MaxBudget: h.cfg.max, Floor: h.cfg.floor, Budget: h.cfg.max, Limit: LimitMax}
+// admit reads the request's budget header and context, and applies the
+// shared admission rule ([deadline.Admit]); d is the deadline next runs
+// under when admitted.
+func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline) {
+	var in deadline.Inbound
 	lines := r.Header[h.cfg.header]
 	a.HeaderPresent = len(lines) > 0
 	switch {
@@ -271,27 +268,16 @@ func (h *handler) admit(r *http.Request) (a Admission, outer deadline.Deadline) 
 		if l.malformed && h.cfg.malformed != nil {
 			h.cfg.malformed(r, malformedPrefix(lines))
 		}
-		if l.valid && l.min <= a.Budget {
-			a.Budget, a.Limit = l.min, LimitHeader
-		}
+		in = deadline.Inbound{Present: l.valid, Budget: l.min}
 	}
-	if d, ok := deadline.FromContext(r.Context()); ok {
-		a.HasContextDeadline, a.ContextRemaining = true, d.Remaining()
-		if a.ContextRemaining < a.Budget {
-			a.Budget, a.Limit, outer = max(a.ContextRemaining, 0), LimitContext, d
-		}
-	}
-	switch {
-	case a.Budget <= 0:
-		a.Refusal = RefusalSpent
-	case a.Budget <= a.Floor:
-		a.Refusal = RefusalFloor
-	}
-	return a, outer
+	outer, _ := deadline.FromContext(r.Context())
+	ad := deadline.Admit(in, outer, h.cfg.max, h.cfg.floor)
+	a.MaxBudget, a.Floor, a.Budget = ad.MaxBudget, ad.Floor, ad.Budget
+	a.HasContextDeadline, a.ContextRemaining = ad.HasOuter, ad.OuterRemaining
+	a.Limit, a.Refusal = ad.Limit, ad.Refusal
+	return a, ad.Deadline
 }
 
-// refusedMs writes a duration for [RefusedHeader]: whole milliseconds
-// rounded up, and 0 for nothing (FormatBudget never writes 0).
 func refusedMs(d time.Duration) string {
 	if d <= 0 {
 		return "0"

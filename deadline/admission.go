@@ -1,0 +1,157 @@
+package deadline
+
+import "time"
+
+// Inbound is the budget a caller sent with one inbound call, as a transport
+// read it: a relative budget (an HTTP header, an MCP _meta field, a queue
+// message's remaining milliseconds) or an absolute end on this process's
+// clock (gRPC's context deadline, already converted by grpc-go on arrival).
+//
+// The zero value is "the call carried no budget".
+type Inbound struct {
+	// Present reports that the call carried a usable budget. When false,
+	// Budget and End are ignored and the server's maximum applies.
+	Present bool
+	// Budget is the time the caller gave, measured from arrival; 0 or less
+	// is a budget already spent. Ignored when End is set.
+	Budget time.Duration
+	// End, when not zero, is the instant the caller's budget ends; the
+	// budget is then the time from arrival to End.
+	End time.Time
+}
+
+// AdmissionLimit says which limit set an admitted call's effective budget
+// ([Admission.Budget]). On a tie the inbound budget wins over the maximum,
+// and either over the outer deadline.
+type AdmissionLimit uint8
+
+const (
+	// AdmitByInbound: the caller's budget, at or below the maximum.
+	AdmitByInbound AdmissionLimit = iota + 1
+	// AdmitByMax: the server's maximum, because the inbound budget was
+	// larger, absent or unusable.
+	AdmitByMax
+	// AdmitByOuter: a deadline the call already ran under on arrival (an
+	// outer layer's), which ends sooner than the other two. The call keeps
+	// that deadline.
+	AdmitByOuter
+)
+
+var admissionLimitNames = [...]string{
+	AdmitByInbound: "header",
+	AdmitByMax:     "max",
+	AdmitByOuter:   "context",
+}
+
+// String returns the stable telemetry name: "header" (the inbound budget,
+// whatever carried it), "max" or "context".
+func (l AdmissionLimit) String() string {
+	if l > 0 && int(l) < len(admissionLimitNames) {
+		return admissionLimitNames[l]
+	}
+	return "unknown"
+}
+
+// Refusal says why a server refused an inbound call before its handler
+// ran, if it did.
+type Refusal uint8
+
+const (
+	// RefusalNone: the call was admitted.
+	RefusalNone Refusal = iota
+	// RefusalSpent: nothing was left on arrival. Refused whatever the floor.
+	RefusalSpent
+	// RefusalFloor: the effective budget was above zero but at or below the
+	// server's floor: the work could not finish in time.
+	RefusalFloor
+)
+
+var refusalNames = [...]string{
+	RefusalNone:  "none",
+	RefusalSpent: "spent",
+	RefusalFloor: "floor",
+}
+
+// String returns the stable telemetry name: "none", "spent" or "floor".
+func (r Refusal) String() string {
+	if int(r) < len(refusalNames) {
+		return refusalNames[r]
+	}
+	return "unknown"
+}
+
+// Admission is the server side's one rule, shared by every transport that
+// receives a budget: the effective budget is the smallest of the inbound
+// budget (when present), the server's maximum and an outer deadline (when
+// one exists), never below 0; at 0 the call is refused as spent, at or
+// below the floor as unable to finish. It is a plain value, measured at
+// one instant on arrival.
+type Admission struct {
+	// Inbound is what the caller sent (its Budget as measured on arrival,
+	// negative when its End had already passed).
+	Inbound Inbound
+	// MaxBudget is the server's maximum.
+	MaxBudget time.Duration
+	// HasOuter reports that the call already ran under a deadline on
+	// arrival; OuterRemaining is what it had left then (negative if it had
+	// passed).
+	HasOuter       bool
+	OuterRemaining time.Duration
+	// Budget is the effective budget.
+	Budget time.Duration
+	// Limit says which of the three set Budget.
+	Limit AdmissionLimit
+	// Floor is the server's floor.
+	Floor time.Duration
+	// Refusal says whether the call was refused, and why.
+	Refusal Refusal
+	// Deadline is the deadline an admitted call runs under: the outer one
+	// when it bound, else arrival + Budget. It is set when refused too.
+	Deadline Deadline
+}
+
+// Refused reports whether the call was refused.
+func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
+
+// Admit applies the admission rule to one inbound call on arrival: in is
+// what the caller sent, outer a deadline the call already runs under (the
+// zero Deadline for none), maxBudget the server's maximum (> 0) and floor
+// its floor (>= 0). It reads the clock once. Transports validate maxBudget
+// and floor when they are built; Admit itself never fails: a maxBudget of 0
+// or less admits nothing (every call is refused as spent).
+func Admit(in Inbound, outer Deadline, maxBudget, floor time.Duration) Admission {
+	now := time.Now()
+	a := Admission{Inbound: in, MaxBudget: maxBudget, Floor: floor, Budget: maxBudget, Limit: AdmitByMax}
+	var end time.Time
+	if in.Present {
+		if !in.End.IsZero() {
+			a.Inbound.Budget = in.End.Sub(now)
+		}
+		if a.Inbound.Budget <= a.Budget {
+			a.Budget, a.Limit = a.Inbound.Budget, AdmitByInbound
+			end = in.End
+		}
+	}
+	if !outer.IsZero() {
+		a.HasOuter, a.OuterRemaining = true, outer.end.Sub(now)
+		if a.OuterRemaining < a.Budget {
+			a.Budget, a.Limit = a.OuterRemaining, AdmitByOuter
+		}
+	}
+	a.Budget = max(a.Budget, 0)
+	switch {
+	case a.Budget <= 0:
+		a.Refusal = RefusalSpent
+	case a.Budget <= floor:
+		a.Refusal = RefusalFloor
+	}
+	switch {
+	case a.Limit == AdmitByOuter:
+		a.Deadline = outer
+	case !end.IsZero():
+		a.Deadline = Deadline{end: end, budget: end.Sub(now)}
+	default:
+		a.Deadline = Deadline{end: now.Add(a.Budget), budget: a.Budget}
+	}
+	return a
+}
