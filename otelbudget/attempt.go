@@ -63,6 +63,13 @@ func (at *attempt) startAttrs(resend bool) []attribute.KeyValue {
 	if a.Hedge {
 		attrs = append(attrs, AttrAttemptHedge.Bool(true))
 	}
+	if a.Estimate.Samples > 0 {
+		attrs = append(attrs, AttrAttemptCompletionProbability.Float64(a.Estimate.P),
+			AttrAttemptCompletionSamples.Int64(int64(a.Estimate.Samples)))
+	}
+	if a.Probe {
+		attrs = append(attrs, AttrAttemptProbe.Bool(true))
+	}
 	if resend && a.Number > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(a.Number-1))
 	}

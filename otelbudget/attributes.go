@@ -68,6 +68,17 @@ const (
 	// attempt's learned ceiling came from (e.g. 0.99); set only when the
 	// ceiling was learned ([deadline.AttemptInfo.CeilingQuantile]).
 	AttrAttemptCeilingQuantile = attribute.Key("deadline.attempt.ceiling_quantile")
+	// AttrAttemptCompletionProbability is the policy's learned floor's
+	// estimate that the attempt completes within its lease
+	// ([deadline.AttemptInfo.Estimate]); set only when it answered.
+	AttrAttemptCompletionProbability = attribute.Key("deadline.attempt.completion_probability")
+	// AttrAttemptCompletionSamples is the weight of the recent samples
+	// that estimate rests on; set with the probability.
+	AttrAttemptCompletionSamples = attribute.Key("deadline.attempt.completion_samples")
+	// AttrAttemptProbe is true on an attempt the learned floor would have
+	// refused that went out as a probe ([deadline.AttemptInfo.Probe]);
+	// absent otherwise.
+	AttrAttemptProbe = attribute.Key("deadline.attempt.probe")
 	// AttrAttemptEndedBy says what ended the attempt: "completed", "error",
 	// "attempt_timeout", "deadline", "canceled", "panic" or "hedge_lost".
 	AttrAttemptEndedBy = attribute.Key("deadline.attempt.ended_by")
@@ -103,6 +114,17 @@ const (
 	// its decision ([deadline.BackoffInfo.RetryBalance]): 0 or less when it
 	// denied the retry, negative when overload charges overdrew it.
 	AttrRetryBudgetBalance = attribute.Key("deadline.retry_budget.balance")
+)
+
+// On the call span of a call the learned floor refused (stop reason
+// "refused_learned", [deadline.LearnedFloor]), and on the backoff event of a
+// retry it refused: the lease the refused attempt would have been granted,
+// and the estimate, resting on that many samples, that it would have
+// completed within it.
+const (
+	AttrRefusedLeaseMs               = attribute.Key("deadline.refused.lease_ms")
+	AttrRefusedCompletionProbability = attribute.Key("deadline.refused.completion_probability")
+	AttrRefusedCompletionSamples     = attribute.Key("deadline.refused.completion_samples")
 	// AttrAttemptHedge is true on an attempt started as a hedge, beside an
 	// earlier attempt still running ([deadline.AttemptInfo.Hedge]); unset
 	// otherwise.

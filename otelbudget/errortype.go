@@ -18,7 +18,7 @@ const (
 )
 
 // lastReason is the last stop reason this version knows.
-const lastReason = deadline.ReasonRetryBudget
+const lastReason = deadline.ReasonRefusedLearned
 
 // attemptErrorType is the error.type of an attempt that did not complete:
 // what ended it when a limit or the caller did, else the error's type.

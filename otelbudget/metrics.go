@@ -26,7 +26,8 @@ const (
 	// MetricCallAttempts is the number of attempts a call started
 	// (histogram, {attempt}; attributes step, stop_reason, verdict).
 	MetricCallAttempts = "deadline.call.attempts"
-	// MetricRefusals counts calls refused below the floor (counter,
+	// MetricRefusals counts calls refused below the floor, fixed or learned
+	// (stop reasons refused and refused_learned) (counter,
 	// {refusal}; attribute step).
 	MetricRefusals = "deadline.call.refusals"
 	// MetricCallSlack is the budget left when a call ended, 0 when it ended

@@ -370,6 +370,9 @@ func (o *Observer) backoff(ctx context.Context, b deadline.BackoffInfo) {
 	if b.RetryBudget {
 		attrs = append(attrs, AttrRetryBudgetDenied.Bool(b.RetryDenied), AttrRetryBudgetBalance.Int(b.RetryBalance))
 	}
+	if b.RefusedLearned {
+		attrs = append(attrs, refusedAttrs(b.Lease, b.Estimate)...)
+	}
 	c.span.AddEvent(BackoffEventName, trace.WithAttributes(attrs...))
 	if at := c.open(b.Attempt); at != nil {
 		at.backoff(b)
@@ -391,7 +394,7 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 		o.inst.attempts.Record(ctx, int64(r.Attempts), opts.rec...)
 		o.inst.slack.Record(ctx, max(r.Remaining, 0).Seconds(), opts.rec...)
 		switch r.Reason {
-		case deadline.ReasonRefused:
+		case deadline.ReasonRefused, deadline.ReasonRefusedLearned:
 			o.inst.refusals.Add(ctx, 1, opts.add...)
 		case deadline.ReasonRetryBudget:
 			o.inst.denials.Add(ctx, 1, opts.add...)
@@ -425,6 +428,9 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 	if r.Reason != deadline.ReasonSuccess {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(callErrorType(r.Reason)))
 	}
+	if r.Reason == deadline.ReasonRefusedLearned {
+		attrs = append(attrs, refusedAttrs(r.Lease, r.Estimate)...)
+	}
 	if r.Reason == deadline.ReasonRetryBudget {
 		attrs = append(attrs, AttrRetryBudgetDenied.Bool(true))
 		if se, ok := r.Err.(*deadline.StopError); ok {
@@ -440,4 +446,13 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 	}
 	c.span.SetAttributes(attrs...)
 	c.span.End()
+}
+
+// refusedAttrs says why the learned floor refused an attempt.
+func refusedAttrs(lease time.Duration, e deadline.Estimate) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		AttrRefusedLeaseMs.Int64(ms(lease)),
+		AttrRefusedCompletionProbability.Float64(e.P),
+		AttrRefusedCompletionSamples.Int64(int64(e.Samples)),
+	}
 }

@@ -21,7 +21,7 @@ import (
 // (deadline/verdict_test.go): the same answer for every reason, with and
 // without a ceiling timeout.
 func TestVerdictOfForwards(t *testing.T) {
-	for r := deadline.Reason(0); r <= deadline.ReasonRetryBudget+1; r++ {
+	for r := deadline.Reason(0); r <= deadline.ReasonRefusedLearned+1; r++ {
 		for _, ceiling := range []int{0, 1} {
 			res := deadline.CallResult{Reason: r, CeilingTimeouts: ceiling}
 			assert.Equal(t, deadline.VerdictOf(res), otelbudget.VerdictOf(res), "reason %v, ceiling timeouts %d", r, ceiling)
