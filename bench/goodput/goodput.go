@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/bench/peers"
+	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // Model is the simulated provider and the plan run against it.
@@ -143,6 +144,17 @@ func (t Totals) WastedPerRun() time.Duration { return t.Wasted / time.Duration(m
 // AblationNoFloor names the extra row of the report: this project with
 // Floor 0, everything else equal.
 const AblationNoFloor = "deadline (this), Floor 0 (ablation)"
+
+// Learned returns this project with the learned floor as scenario 6 runs
+// it: threshold 5%, probe share 5%, the live estimate refreshed every 20
+// samples from a histogram whose weights halve every 500 samples, answering
+// from 100 samples. Use one per simulation: its recorder learns from every
+// run it serves.
+func Learned() *peers.DeadlineLearned {
+	return peers.NewDeadlineLearned(0.05, 0.05, learn.LiveOptions{
+		SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}, Every: 20, HalfLife: 500,
+	})
+}
 
 // Report is what TestGoodputReport writes as JSON and cmd/compare reads.
 type Report struct {

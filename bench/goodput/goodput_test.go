@@ -37,6 +37,13 @@ func TestGoodputReport(t *testing.T) {
 			rep.Totals = append(rep.Totals, tot)
 		})
 	}
+	// This project with the learned floor (issue 21), after the peers so
+	// that the rows of peers.All keep their order.
+	synctest.Test(t, func(t *testing.T) {
+		tot, err := Simulate(Learned(), m, *reportRuns, 64)
+		require.NoError(t, err)
+		rep.Totals = append(rep.Totals, tot)
+	})
 	// Ablation: this project without its floor, to show what the 20ms
 	// reserve costs in a model where an answer arriving at the deadline is
 	// still in time.

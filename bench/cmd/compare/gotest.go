@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deadlinebudget/budget/bench/brownout"
 	"github.com/deadlinebudget/budget/bench/goodput"
 	"github.com/deadlinebudget/budget/bench/outage"
 	"github.com/deadlinebudget/budget/bench/scenario"
@@ -58,6 +59,19 @@ func outageReport() (outage.Report, error) {
 	}
 	if len(rep.Results) == 0 {
 		return rep, fmt.Errorf("the outage report is empty")
+	}
+	return rep, nil
+}
+
+// brownoutReport runs the brownout scenario: TestBrownoutReport in package
+// brownout, in synctest bubbles, and reads its JSON.
+func brownoutReport() (brownout.Report, error) {
+	var rep brownout.Report
+	if err := testReport("./brownout", "TestBrownoutReport", "brownout", &rep); err != nil {
+		return rep, err
+	}
+	if len(rep.Results) == 0 {
+		return rep, fmt.Errorf("the brownout report is empty")
 	}
 	return rep, nil
 }

@@ -5,6 +5,7 @@
 //	cd bench && go run ./cmd/compare -quick   # a smoke run (< 30 s)
 //	cd bench && go run ./cmd/compare -quick -repeat 3   # ranges across 3 runs
 //	cd bench && go run ./cmd/compare -only 8   # the outage model alone (virtual time, seconds)
+//	cd bench && go run ./cmd/compare -only 9   # the brownout model alone (virtual time, seconds)
 //
 // The real-time scenarios (1 to 5) share one pool of runs in flight, the
 // longest first, so that their wall time overlaps; every library's runs are
@@ -163,6 +164,15 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		}
 		out = append(out, scenario.OutageTable(rep), scenario.OverloadSweepTable(rep))
 		fmt.Fprintf(log, "scenario 8: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if on("9") {
+		t0 := time.Now()
+		rep, err := brownoutReport()
+		if err != nil {
+			return nil, fmt.Errorf("scenario 9: %w", err)
+		}
+		out = append(out, scenario.BrownoutTable(rep))
+		fmt.Fprintf(log, "scenario 9: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	if on("7") {
 		t0 := time.Now()

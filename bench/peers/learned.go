@@ -1,0 +1,79 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+// DeadlineLearned is [Deadline] with the learned floor
+// (deadline.Policy.LearnedFloor): one learn.Recorder shared by every call
+// records each attempt, and its live Kaplan–Meier estimate refuses an
+// attempt, a retry before its backoff, whose chance of completing within the
+// lease it would get is below Threshold, letting ProbeShare of them out as
+// probes:
+//
+//	var rec learn.Recorder
+//	live, _ := rec.Live(o)
+//	p := policy // as for deadline (this)
+//	p.Hooks = rec.Hooks()
+//	p.LearnedFloor = &deadline.LearnedFloor{Estimator: live, Threshold: t, ProbeShare: s}
+//
+// The recorder is made on the first call; build one DeadlineLearned per
+// run of a scenario with [NewDeadlineLearned], so that no run inherits
+// another's learning.
+type DeadlineLearned struct {
+	threshold, probes float64
+	o                 learn.LiveOptions
+
+	once sync.Once
+	live *learn.Live
+	rec  learn.Recorder
+	err  error
+}
+
+// LearnedName is the start of every [DeadlineLearned]'s name.
+const LearnedName = "deadline (this) + learned floor"
+
+// NewDeadlineLearned returns the adapter with the given threshold, probe
+// share and live options. Invalid values are reported by the first Do, as
+// deadline and learn report them.
+func NewDeadlineLearned(threshold, probes float64, o learn.LiveOptions) *DeadlineLearned {
+	return &DeadlineLearned{threshold: threshold, probes: probes, o: o}
+}
+
+// Name returns the project's name with the learned floor's threshold.
+func (l *DeadlineLearned) Name() string {
+	return fmt.Sprintf("%s %g%%", LearnedName, 100*l.threshold)
+}
+
+// Config describes the composition.
+func (l *DeadlineLearned) Config() string {
+	return fmt.Sprintf("%s; Policy.LearnedFloor{Estimator: (*learn.Recorder).Live(%+v), Threshold: %g, ProbeShare: %g}, the recorder's hooks on the policy, one recorder shared by every call",
+		Deadline{}.Config(), l.o, l.threshold, l.probes)
+}
+
+// Do runs op under deadline.Do with the learned floor.
+func (l *DeadlineLearned) Do(ctx context.Context, c Call, op Op) error {
+	l.once.Do(func() { l.live, l.err = l.rec.Live(l.o) })
+	if l.err != nil {
+		return l.err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	d, ok := deadline.FromContext(ctx)
+	if !ok || d.Remaining() > c.Budget {
+		d = deadline.New(c.Budget)
+	}
+	p := Deadline{}.Policy(c)
+	p.Hooks = l.rec.Hooks()
+	p.LearnedFloor = &deadline.LearnedFloor{Estimator: l.live, Threshold: l.threshold, ProbeShare: l.probes}
+	_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+		return struct{}{}, markDeadline(op(ctx))
+	})
+	return err
+}
