@@ -2,6 +2,7 @@ package learn_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,4 +62,37 @@ func ExampleRecorder_Live() {
 	// Output:
 	// before: ceiling
 	// after: learned_ceiling 48ms 0.99
+}
+
+// A policy with a learned floor refuses an attempt its step's recent
+// traffic says would very likely not complete within its lease, before
+// anything is sent; with too few samples it would behave as without it.
+func ExampleLive_Completion() {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// What the hooks would record: 200 attempts of "fetch", 100 … 299ms.
+	for i := range 200 {
+		rec.Record("fetch", deadline.EndedCompleted, time.Duration(100+i)*time.Millisecond, time.Now())
+	}
+	for _, lease := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		e, ok := live.Completion("fetch", lease)
+		fmt.Printf("within %v: %.2f (%d samples, %v)\n", lease, e.P, e.Samples, ok)
+	}
+
+	p := deadline.Policy{Name: "fetch", MaxAttempts: 3, Floor: 10 * time.Millisecond, Hooks: rec.Hooks(),
+		LearnedFloor: &deadline.LearnedFloor{Estimator: live, Threshold: 0.05}}
+	_, err = deadline.Do(context.Background(), deadline.New(60*time.Millisecond), p,
+		func(context.Context, deadline.AttemptInfo) (string, error) { return "sent", nil })
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, deadline.ErrRefused), errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// within 50ms: 0.00 (200 samples, true)
+	// within 200ms: 0.52 (200 samples, true)
+	// within 400ms: 1.00 (200 samples, true)
+	// fetch: refused before attempt 1: a 50ms lease completes 0.0% of the time (200 recent samples)
+	// true true
 }
