@@ -2,6 +2,7 @@ package learn_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -120,9 +121,15 @@ func BenchmarkLiveCompletion(b *testing.B) {
 }
 
 // BenchmarkLearnedFloor is what the learned floor adds to Do's success
-// path: the same call without it (baseline) and with it (learned), in one
-// run so that their ratio is read on the same machine state.
+// path: the same call without it (baseline) and with it (learned, its
+// estimator a Live answering from some 320 buckets), alternated in blocks
+// and timed in the thread's CPU time, so that other processes on a shared
+// machine do not enter the comparison. It reports learned/baseline and the
+// difference per call, the cost of the check.
 func BenchmarkLearnedFloor(b *testing.B) {
+	const block = 256
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var rec learn.Recorder
 	live, _ := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 1}})
 	for _, d := range spread() {
@@ -134,15 +141,61 @@ func BenchmarkLearnedFloor(b *testing.B) {
 	base := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: time.Minute, Floor: 20 * time.Millisecond}
 	learned := base
 	learned.LearnedFloor = &deadline.LearnedFloor{Estimator: live, Threshold: 0.05, ProbeShare: 0.05}
-	for _, c := range []struct {
-		name string
-		p    deadline.Policy
-	}{{"baseline", base}, {"learned", learned}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = deadline.Do(ctx, d, c.p, op)
+	policies := [...]deadline.Policy{base, learned}
+	var cpu [len(policies)]time.Duration
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range policies {
+			k := (i + n) % len(policies) // rotate which one goes first
+			t0 := threadCPU()
+			for range block {
+				_, _ = deadline.Do(ctx, d, policies[k], op)
 			}
-		})
+			cpu[k] += threadCPU() - t0
+		}
+		n++
 	}
+	calls := float64(n * block)
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "learned/baseline")
+	b.ReportMetric(float64(cpu[0])/calls, "baseline-cpu-ns/call")
+	b.ReportMetric(float64(cpu[1]-cpu[0])/calls, "check-cpu-ns/call")
+}
+
+// BenchmarkLiveCompletionCPU is BenchmarkLiveCompletion beside
+// BenchmarkLiveCeiling's look-up, alternated in blocks and timed in the
+// thread's CPU time: the learned floor's estimate against the learned
+// ceiling's, which Do already pays per attempt when it has one.
+func BenchmarkLiveCompletionCPU(b *testing.B) {
+	const block = 1024
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var rec learn.Recorder
+	live, _ := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 1}})
+	for _, d := range spread() {
+		rec.Record("fetch", deadline.EndedCompleted, d, time.Now())
+	}
+	var sinkP float64
+	var sinkC time.Duration
+	variants := [...]func(){
+		func() { e, _ := live.Completion("fetch", 50*time.Millisecond); sinkP += e.P },
+		func() { c, _ := live.Ceiling("fetch"); sinkC += c.Ceiling },
+	}
+	var cpu [len(variants)]time.Duration
+	n := 0
+	for b.Loop() {
+		for i := range variants {
+			k := (i + n) % len(variants)
+			t0 := threadCPU()
+			for range block {
+				variants[k]()
+			}
+			cpu[k] += threadCPU() - t0
+		}
+		n++
+	}
+	calls := float64(n * block)
+	b.ReportMetric(float64(cpu[0])/calls, "completion-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/calls, "ceiling-cpu-ns/op")
+	_ = sinkP + float64(sinkC)
 }

@@ -174,3 +174,19 @@ func TestLearnedFloorWithLive(t *testing.T) {
 		assert.Equal(t, 20, ok, "the estimate follows the recovered provider")
 	})
 }
+
+// The learned floor's check adds no allocation to Do's success path.
+func TestLearnedFloorAddsNoAllocation(t *testing.T) {
+	var rec learn.Recorder
+	live := liveFor(t, &rec, 1, 1, 0)
+	rec.Record("fetch", deadline.EndedCompleted, time.Millisecond, t0)
+	ctx := context.Background()
+	d := deadline.New(time.Hour)
+	op := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
+	base := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: time.Minute, Floor: 20 * time.Millisecond}
+	learned := base
+	learned.LearnedFloor = &deadline.LearnedFloor{Estimator: live, Threshold: 0.05, ProbeShare: 0.05}
+	without := testing.AllocsPerRun(200, func() { _, _ = deadline.Do(ctx, d, base, op) })
+	with := testing.AllocsPerRun(200, func() { _, _ = deadline.Do(ctx, d, learned, op) })
+	assert.Equal(t, without, with)
+}
