@@ -1,9 +1,12 @@
 package deadline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -251,4 +254,24 @@ func TestReasonRefusedLearnedIsABudgetReason(t *testing.T) {
 	var et interface{ ErrorType() string }
 	require.ErrorAs(t, deadline.ErrRefusedLearned, &et)
 	assert.Equal(t, "refused_learned", et.ErrorType())
+}
+
+// LogHooks says why the learned floor refused: on the backoff line of a
+// refused retry and on the call line.
+func TestLearnedFloorLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		est := &stepEstimator{need: 500 * time.Millisecond, high: 0.97, low: 0.01, samples: 400, ok: true}
+		p := learnedPolicy(est)
+		p.Hooks = deadline.LogHooks(textLogger(&buf, slog.LevelDebug))
+		_, err := deadline.Do(context.Background(), deadline.New(time.Second), p,
+			script(new(attemptLog), after(500*time.Millisecond, deadline.Retryable(errors.New("503")))))
+		require.ErrorIs(t, err, deadline.ErrRefusedLearned)
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		require.Len(t, lines, 3)
+		assert.Contains(t, lines[1], `msg="deadline backoff"`)
+		assert.Contains(t, lines[1], "refused_learned=true lease=480ms completion_p=0.01 completion_samples=400")
+		assert.Contains(t, lines[2], "reason=refused_learned verdict=deadline_too_small")
+		assert.Contains(t, lines[2], "lease=480ms completion_p=0.01 completion_samples=400")
+	})
 }

@@ -3,6 +3,7 @@ package deadline
 import (
 	"context"
 	"log/slog"
+	"time"
 )
 
 // LogHooks returns hooks that log to l (nil: slog.Default()) what the
@@ -20,15 +21,20 @@ import (
 //   - attempt lines ("deadline attempt"): step, attempt, granted, limited_by,
 //     remaining, duration, ended_by, hedge (true) only for a hedge
 //     ([AttemptInfo.Hedge]), hedge_winner (true) only for the attempt that
-//     won against others ([AttemptResult.HedgeWinner]), and retryable and
+//     won against others ([AttemptResult.HedgeWinner]), probe (true) only
+//     for a learned floor's probe ([AttemptInfo.Probe]), and retryable and
 //     error only when the attempt failed (a hedge loser, [EndedHedgeLost],
 //     did not fail: it is logged at Debug, without them);
 //   - backoff lines ("deadline backoff"): step, attempt, delay, source,
 //     remaining, fits, and retry_denied and retry_balance only when the
-//     policy's retry budget was asked ([BackoffInfo.RetryBudget]);
+//     policy's retry budget was asked ([BackoffInfo.RetryBudget]), and
+//     refused_learned, lease, completion_p and completion_samples only when
+//     the learned floor refused the retry ([BackoffInfo.RefusedLearned]);
 //   - call lines ("deadline call"): step, reason, verdict, attempts,
 //     duration, remaining, hedges only when hedges started
-//     ([CallResult.Hedges]), and error only when the call failed.
+//     ([CallResult.Hedges]), lease, completion_p and completion_samples only
+//     when the learned floor refused ([ReasonRefusedLearned]), and error only
+//     when the call failed.
 //
 // Its hooks keep no state, so they serve overlapping (hedged) attempts.
 func LogHooks(l *slog.Logger) *Hooks {
@@ -56,6 +62,9 @@ func LogHooks(l *slog.Logger) *Hooks {
 			if r.HedgeWinner {
 				attrs = append(attrs, slog.Bool("hedge_winner", true))
 			}
+			if a.Probe {
+				attrs = append(attrs, slog.Bool("probe", true))
+			}
 			if r.Err != nil && r.EndedBy != EndedHedgeLost {
 				attrs = append(attrs, slog.Bool("retryable", r.Retryable), slog.String("error", r.Err.Error()))
 			}
@@ -70,6 +79,10 @@ func LogHooks(l *slog.Logger) *Hooks {
 			if b.RetryBudget {
 				attrs = append(attrs, slog.Bool("retry_denied", b.RetryDenied), slog.Int("retry_balance", b.RetryBalance))
 			}
+			if b.RefusedLearned {
+				attrs = append(attrs, slog.Bool("refused_learned", true))
+				attrs = append(attrs, learnedAttrs(b.Lease, b.Estimate)...)
+			}
 			l.LogAttrs(ctx, slog.LevelDebug, "deadline backoff", attrs...)
 		},
 		CallEnd: func(ctx context.Context, r CallResult) {
@@ -82,6 +95,9 @@ func LogHooks(l *slog.Logger) *Hooks {
 			if r.Hedges > 0 {
 				attrs = append(attrs, slog.Int("hedges", r.Hedges))
 			}
+			if r.Reason == ReasonRefusedLearned {
+				attrs = append(attrs, learnedAttrs(r.Lease, r.Estimate)...)
+			}
 			if r.Err != nil {
 				level = slog.LevelWarn
 				attrs = append(attrs, slog.String("error", r.Err.Error()))
@@ -89,4 +105,9 @@ func LogHooks(l *slog.Logger) *Hooks {
 			l.LogAttrs(ctx, level, "deadline call", attrs...)
 		},
 	}
+}
+
+// learnedAttrs says why the learned floor refused an attempt.
+func learnedAttrs(lease time.Duration, e Estimate) []slog.Attr {
+	return []slog.Attr{slog.Duration("lease", lease), slog.Float64("completion_p", e.P), slog.Uint64("completion_samples", e.Samples)}
 }
