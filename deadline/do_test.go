@@ -589,6 +589,7 @@ func TestReason(t *testing.T) {
 		{deadline.ReasonDeadline, "deadline_exceeded", deadline.ErrDeadlineReached, true},
 		{deadline.ReasonCanceled, "canceled", deadline.ErrCanceled, false},
 		{deadline.ReasonPanic, "panic", nil, false},
+		{deadline.ReasonRefusedLearned, "refused_learned", deadline.ErrRefusedLearned, true},
 		{deadline.Reason(200), "reason(200)", nil, false},
 	}
 	for _, tc := range cases {

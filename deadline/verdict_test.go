@@ -37,6 +37,8 @@ func TestVerdictOf(t *testing.T) {
 		{deadline.ReasonNotRetryable, 1, deadline.VerdictTooSlow},
 		{deadline.ReasonDeadline, 0, deadline.VerdictDeadlineTooSmall},
 		{deadline.ReasonRefused, 0, deadline.VerdictDeadlineTooSmall},
+		{deadline.ReasonRefusedLearned, 0, deadline.VerdictDeadlineTooSmall},
+		{deadline.ReasonRefusedLearned, 1, deadline.VerdictTooSlow}, // rule 5 before rule 6
 		{deadline.ReasonBackoffTooLong, 0, deadline.VerdictDeadlineTooSmall},
 		{deadline.ReasonNotRetryable, 0, deadline.VerdictFailed},
 		{deadline.ReasonExhausted, 0, deadline.VerdictFailed},
