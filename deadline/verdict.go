@@ -28,7 +28,8 @@ const (
 	VerdictTooSlow Verdict = "operation_too_slow"
 	// VerdictDeadlineTooSmall: the call stopped for time otherwise: an
 	// attempt whose grant the shared deadline set was ended by it, an
-	// attempt was refused below the floor, or a backoff sleep did not fit.
+	// attempt was refused below the floor (fixed, or learned: the lease left
+	// would very likely not have sufficed), or a backoff sleep did not fit.
 	VerdictDeadlineTooSmall Verdict = "deadline_too_small"
 	// VerdictFailed: the call stopped on errors, not time: a non-retryable
 	// error, attempts exhausted on errors, or a panic.
