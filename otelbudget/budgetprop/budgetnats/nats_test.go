@@ -209,3 +209,49 @@ func TestHandlersRejectNil(t *testing.T) {
 	_, err = budgetnats.Handler(nilCtx, p, func(context.Context, *nats.Msg) {}, func(*nats.Msg, *budgetprop.RefusedError) {})
 	require.True(t, errors.Is(err, deadline.ErrInvalidPolicy))
 }
+
+// The real clocks, no simulation: a message that waited in a JetStream
+// stream before a consumer existed is charged the time it waited, as the
+// host's own wall clock measured it (one host, so no skew).
+func TestJetStreamRealQueueTime(t *testing.T) {
+	_, js := broker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}})
+	require.NoError(t, err)
+
+	p, err := budgetprop.New()
+	require.NoError(t, err)
+	run := deadline.NewContext(context.Background(), deadline.New(5*time.Second))
+	msg := budgetnats.NewMsg(run, p, "work.a", []byte("a"))
+	published := time.Now()
+	_, err = js.PublishMsg(ctx, msg)
+	require.NoError(t, err)
+	sent, ok := budgetprop.FromContext(p.Extract(context.Background(), budgetnats.HeaderCarrier(msg.Header)))
+	require.True(t, ok)
+
+	<-time.After(100 * time.Millisecond) // the message waits in the stream
+	waited := time.Since(published)
+
+	cons, err := js.CreateOrUpdateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
+	got := make(chan budgetprop.Extraction, 1)
+	h, err := budgetnats.JetStreamHandler(ctx, p,
+		func(ctx context.Context, msg jetstream.Msg) {
+			x, _ := budgetprop.FromContext(ctx)
+			got <- x
+			msg.Ack()
+		},
+		func(msg jetstream.Msg, err error) { t.Errorf("expired: %v", err) })
+	require.NoError(t, err)
+	cc, err := cons.Consume(h)
+	require.NoError(t, err)
+	defer cc.Stop()
+
+	x := <-got
+	// Charged at least the measured wait (the expiry is whole
+	// milliseconds: one of rounding), and never more than was sent.
+	assert.GreaterOrEqual(t, x.QueueTime, waited.Truncate(time.Millisecond)-time.Millisecond)
+	assert.LessOrEqual(t, x.Admission.Budget, sent.Budget-waited.Truncate(time.Millisecond)+time.Millisecond)
+	assert.Greater(t, x.Admission.Budget, time.Duration(0))
+}
