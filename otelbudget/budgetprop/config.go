@@ -67,11 +67,12 @@ func WithFloor(d time.Duration) Option {
 // than d; on a queue ([Propagator.Consume]) an expiry later than the
 // relative budget allows by more than d is flagged
 // ([Extraction.SkewExceeded]). docs/propagation.md gives the error bounds.
-// d < 0 is invalid.
+// d < 0 is invalid, and so is a d above deadlinehttp.MaxBudget (about
+// 115 days, the longest budget the fields carry).
 func WithSkewAllowance(d time.Duration) Option {
 	return optionFunc(func(c *config) {
-		if d < 0 {
-			c.fail("budgetprop.WithSkewAllowance", d, ">= 0")
+		if d < 0 || d > deadlinehttp.MaxBudget {
+			c.fail("budgetprop.WithSkewAllowance", d, ">= 0 and <= deadlinehttp.MaxBudget")
 			return
 		}
 		c.skew = d

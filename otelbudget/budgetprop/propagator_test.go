@@ -3,6 +3,7 @@ package budgetprop_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -28,6 +29,7 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 		{"floor negative", []budgetprop.Option{budgetprop.WithFloor(-1)}, "budgetprop.WithFloor"},
 		{"floor at max", []budgetprop.Option{budgetprop.WithMaxBudget(time.Second), budgetprop.WithFloor(time.Second)}, "budgetprop.WithFloor"},
 		{"skew negative", []budgetprop.Option{budgetprop.WithSkewAllowance(-time.Millisecond)}, "budgetprop.WithSkewAllowance"},
+		{"skew overflowing", []budgetprop.Option{budgetprop.WithSkewAllowance(math.MaxInt64)}, "budgetprop.WithSkewAllowance"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := budgetprop.New(tc.opts...)
