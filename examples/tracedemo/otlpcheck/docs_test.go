@@ -136,6 +136,8 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.hedges":                      "the demo's policies do not hedge (issue 12)",
 		"deadline.attempt.hedge":               "the demo's policies do not hedge (issue 12)",
 		"deadline.attempt.hedge_winner":        "the demo's policies do not hedge (issue 12)",
+		"deadline.queue.time_ms":               "the demo has no queue: budgetprop.Consume sets it (otelbudget/test, budgetnats)",
+		"deadline.queue.skew_exceeded":         "the demo has no queue: budgetprop.Consume sets it (otelbudget/test, budgetnats)",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}

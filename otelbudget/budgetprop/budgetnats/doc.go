@@ -1,0 +1,11 @@
+// Package budgetnats carries the remaining budget through NATS message
+// headers with package budgetprop: a propagation.TextMapCarrier over
+// nats.Header ([HeaderCarrier]), a publisher that injects ([Publish]), and
+// consumers for core NATS ([Handler]) and JetStream ([JetStreamHandler])
+// that run the application's handler under what is left and report an
+// expired message instead of processing it. With JetStream an expired
+// message is terminated (Term), so the server never redelivers it.
+//
+// It is a module of its own (it needs github.com/nats-io/nats.go); its
+// tests run an embedded NATS server in-process on 127.0.0.1.
+package budgetnats
