@@ -23,6 +23,14 @@ import (
 //     context.Cause tells [ErrCeilingReached] (the operation was slow) from
 //     [ErrDeadlineReached] (the budget ran out). op receives that context and
 //     the [AttemptInfo] (number, grant, remaining).
+//  4. Learned floor: with p.LearnedFloor set, its estimator is asked how
+//     likely the attempt is to complete within that grant; below the
+//     threshold (on enough samples) no attempt starts, unless drawn as a
+//     probe, and the call stops with [ReasonRefusedLearned] (matching
+//     [ErrRefusedLearned], [ErrRefused] and context.DeadlineExceeded),
+//     carrying the previous attempt's error. A retry is judged so on the
+//     grant it would get after its wait, before the wait (see
+//     [LearnedFloor]).
 //
 // A failed attempt was ended by whichever came first: the caller's
 // cancellation ([EndedCanceled]), op's own error ([EndedError]), or the
@@ -214,6 +222,9 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 	}
 	cause := r.lease(n, a)
 	if cause == nil {
+		if r.refusedLearned {
+			return ReasonRefusedLearned, nil
+		}
 		return ReasonRefused, nil
 	}
 	if n == 1 && r.p.RetryBudget != nil {
@@ -240,6 +251,13 @@ type run struct {
 	hedges          int
 	balance         int // the retry budget's balance when it denied a retry
 	done            bool
+
+	// The learned floor's (LearnedFloor) refusal, and a retry it let
+	// through as a probe before its backoff.
+	refusedLearned bool
+	probeNext      bool
+	refusedLease   time.Duration
+	refusedEst     Estimate
 }
 
 // lease applies rules one and two for attempt n: it fills a and returns the
@@ -262,11 +280,29 @@ func (r *run) lease(n int, a *AttemptInfo) error {
 			a.Ceiling, a.CeilingQuantile, ceiling = lc.Ceiling, lc.Quantile, LimitLearnedCeiling
 		}
 	}
+	cause := ErrDeadlineReached
 	if a.Ceiling > 0 && a.Ceiling <= a.Granted {
 		a.Granted, a.LimitedBy = a.Ceiling, ceiling
-		return ErrCeilingReached
+		cause = ErrCeilingReached
 	}
-	return ErrDeadlineReached
+	if r.p.LearnedFloor != nil && !r.learnedAdmits(a) {
+		return nil
+	}
+	return cause
+}
+
+// learnedAdmits applies the learned floor to attempt a, filling its
+// Estimate and Probe, and reports whether it starts; a refusal is kept in r
+// for the StopError.
+func (r *run) learnedAdmits(a *AttemptInfo) bool {
+	est, refuse, probe := r.doomed(a.Granted, r.probeNext)
+	r.probeNext = false
+	a.Estimate, a.Probe = est, probe
+	if refuse {
+		r.refusedLearned, r.refusedLease, r.refusedEst = true, a.Granted, est
+		return false
+	}
+	return true
 }
 
 // attempt runs op once inside its lease and records how it ended.
@@ -362,10 +398,23 @@ func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration
 	}
 	remaining := time.Until(r.end)
 	fits := wait == 0 || wait < remaining-r.p.Floor
+	// The learned floor judges the lease the retry would get after its
+	// wait, before the wait: a retry that would very likely fail costs
+	// neither the sleep nor a token.
+	var lease time.Duration
+	var est Estimate
+	doomed := false
+	if fits && r.p.LearnedFloor != nil {
+		lease = r.leaseAfter(remaining, wait)
+		est, doomed, r.probeNext = r.doomed(lease, false)
+		if doomed {
+			r.refusedLearned, r.refusedLease, r.refusedEst = true, lease, est
+		}
+	}
 	// The retry budget is asked only for a retry that fits, and before the
 	// sleep: a token is never spent on a retry that cannot start, and a
 	// retry that will be denied never sleeps.
-	budget, allowed, balance := r.p.RetryBudget != nil && fits, true, 0
+	budget, allowed, balance := r.p.RetryBudget != nil && fits && !doomed, true, 0
 	if budget {
 		allowed, balance = r.p.RetryBudget.withdraw()
 		r.balance = balance
@@ -374,6 +423,7 @@ func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration
 		r.h.Backoff(ctx, BackoffInfo{
 			Name: r.p.Name, Attempt: n, Delay: wait, Source: src, RetryAfter: asked, Remaining: remaining, Fits: fits,
 			RetryBudget: budget, RetryDenied: !allowed, RetryBalance: balance,
+			Lease: lease, Estimate: est, RefusedLearned: doomed,
 		})
 	}
 	switch {
@@ -381,6 +431,8 @@ func (r *run) next(ctx context.Context, n int, err error) (Reason, time.Duration
 		return ReasonRetryAfterTooLong, wait
 	case !fits:
 		return ReasonBackoffTooLong, wait
+	case doomed:
+		return ReasonRefusedLearned, 0
 	case !allowed:
 		return ReasonRetryBudget, 0
 	}
@@ -412,15 +464,22 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 		if reason == ReasonRetryBudget {
 			se.Balance = r.balance
 		}
+		if reason == ReasonRefusedLearned {
+			se.Lease, se.Estimate = r.refusedLease, r.refusedEst
+		}
 		err = se
 	}
 	r.done = true
 	if r.h != nil && r.h.CallEnd != nil {
-		r.h.CallEnd(ctx, CallResult{
+		cr := CallResult{
 			Name: r.p.Name, Reason: reason, Attempts: r.attempts, Err: err,
 			Duration: time.Since(r.start), Remaining: remaining,
 			CeilingTimeouts: r.ceilingTimeouts, DeadlineCuts: r.deadlineCuts, Hedges: r.hedges,
-		})
+		}
+		if reason == ReasonRefusedLearned {
+			cr.Lease, cr.Estimate = r.refusedLease, r.refusedEst
+		}
+		r.h.CallEnd(ctx, cr)
 	}
 	return err
 }

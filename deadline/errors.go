@@ -25,6 +25,14 @@ func (e *timeoutError) Timeout() bool        { return true }
 func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 func (e *timeoutError) ErrorType() string    { return e.typ }
 
+// learnedRefusalError is the sentinel ErrRefusedLearned: a refusal, so it
+// matches ErrRefused and context.DeadlineExceeded too.
+type learnedRefusalError struct{ timeoutError }
+
+func (e *learnedRefusalError) Is(target error) bool {
+	return target == context.DeadlineExceeded || target == ErrRefused
+}
+
 // hedgeLostError is the sentinel ErrHedgeLost: it matches context.Canceled.
 type hedgeLostError struct{}
 
@@ -61,6 +69,14 @@ var (
 	// because what was left of the budget was at or below the floor. It
 	// matches context.DeadlineExceeded.
 	ErrRefused error = &timeoutError{"deadline: refused below the floor", "refused"}
+
+	// ErrRefusedLearned is the sentinel of [ReasonRefusedLearned]: no
+	// attempt was started because the one the budget still allowed would
+	// very likely not have completed within its lease, as the policy's
+	// [LearnedFloor] estimated from the step's recorded attempts. It
+	// matches [ErrRefused] and context.DeadlineExceeded, as the fixed
+	// floor's refusal does. Its ErrorType is "refused_learned".
+	ErrRefusedLearned error = &learnedRefusalError{timeoutError{"deadline: refused, the lease left would very likely not suffice", "refused_learned"}}
 
 	// ErrBackoffExceedsBudget is the sentinel of [ReasonBackoffTooLong]: the
 	// chosen backoff sleep would not leave time for another attempt. It
@@ -116,6 +132,7 @@ const (
 	ReasonCanceled                        // the caller's context was canceled
 	ReasonPanic                           // the operation panicked (hooks only)
 	ReasonRetryBudget                     // the shared retry budget denied the retry
+	ReasonRefusedLearned                  // the learned floor: the lease left would very likely not suffice
 )
 
 var reasonNames = [...]string{
@@ -129,6 +146,7 @@ var reasonNames = [...]string{
 	ReasonCanceled:          "canceled",
 	ReasonPanic:             "panic",
 	ReasonRetryBudget:       "retry_budget_exhausted",
+	ReasonRefusedLearned:    "refused_learned",
 }
 
 // String returns the reason's stable snake_case name.
@@ -140,12 +158,12 @@ func (r Reason) String() string {
 }
 
 // Budget reports whether the reason means the time budget, not the
-// operation, ended the call (refused, backoff or Retry-After too long,
-// deadline). [ReasonRetryBudget] is not one: the shared retry budget, not
+// operation, ended the call (refused, by the fixed or the learned floor,
+// backoff or Retry-After too long, deadline). [ReasonRetryBudget] is not one: the shared retry budget, not
 // the deadline, stopped the retries, with time left.
 func (r Reason) Budget() bool {
 	switch r {
-	case ReasonRefused, ReasonBackoffTooLong, ReasonRetryAfterTooLong, ReasonDeadline:
+	case ReasonRefused, ReasonRefusedLearned, ReasonBackoffTooLong, ReasonRetryAfterTooLong, ReasonDeadline:
 		return true
 	}
 	return false
@@ -171,6 +189,8 @@ func (r Reason) Sentinel() error {
 		return ErrCanceled
 	case ReasonRetryBudget:
 		return ErrRetryBudgetExhausted
+	case ReasonRefusedLearned:
+		return ErrRefusedLearned
 	}
 	return nil
 }
@@ -192,6 +212,11 @@ type StopError struct {
 	// Balance is the retry budget's balance when it denied the retry
 	// ([ReasonRetryBudget]; 0 or less), else 0.
 	Balance int
+	// Lease and Estimate, for [ReasonRefusedLearned]: the lease the
+	// refused attempt would have been granted and the [LearnedFloor]'s
+	// estimate of its chance to complete within it (else zero).
+	Lease    time.Duration
+	Estimate Estimate
 }
 
 // Error says what stopped the call, what was asked and what was left, then
@@ -221,6 +246,9 @@ func (e *StopError) Error() string {
 		s = "not retryable"
 	case ReasonRetryBudget:
 		s = fmt.Sprintf("retry budget exhausted (balance %d)", e.Balance)
+	case ReasonRefusedLearned:
+		s = fmt.Sprintf("refused before attempt %d: a %s lease completes %.1f%% of the time (%d recent samples)",
+			e.Attempts+1, readable(e.Lease.Round(time.Millisecond/10)), 100*e.Estimate.P, e.Estimate.Samples)
 	default:
 		s = e.Reason.String()
 	}
@@ -230,7 +258,7 @@ func (e *StopError) Error() string {
 	} else {
 		s = "deadline: " + s
 	}
-	if e.Reason != ReasonRefused || e.Attempts > 0 {
+	if e.Reason != ReasonRefused && e.Reason != ReasonRefusedLearned || e.Attempts > 0 {
 		s += fmt.Sprintf(" (after %d attempt%s)", e.Attempts, plural(e.Attempts))
 	}
 	if e.Last != nil {

@@ -125,6 +125,8 @@ func (rd *round[T]) hedge() bool {
 	var a AttemptInfo
 	cause := r.lease(r.attempts+1, &a)
 	if cause == nil {
+		// A hedge the learned floor refuses is simply not started.
+		r.refusedLearned = false
 		return false
 	}
 	if r.p.RetryBudget != nil {

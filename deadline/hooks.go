@@ -134,6 +134,15 @@ type AttemptInfo struct {
 	// Hedge is true when the attempt is a hedge ([Policy.Hedge]): it
 	// started while an earlier attempt of the call was still running.
 	Hedge bool
+	// Probe is true when the policy's [LearnedFloor] would have refused
+	// the attempt (Estimate.P below its Threshold) and it went out anyway,
+	// as one of the ProbeShare that keep the estimate following the
+	// provider.
+	Probe bool
+	// Estimate is the [LearnedFloor]'s estimate that the attempt completes
+	// within Granted, when the policy has one and its estimator answered;
+	// zero otherwise.
+	Estimate Estimate
 }
 
 // AttemptResult describes how an attempt ended.
@@ -169,6 +178,15 @@ type BackoffInfo struct {
 	// retries it would still allow (0 or less when it denied this one);
 	// 0 when RetryBudget is false.
 	RetryBalance int
+	// Lease and Estimate: with a [LearnedFloor] that answered for a wait
+	// that fits, the lease the retry would be granted after the wait and
+	// the estimated chance it completes within it; else zero.
+	Lease    time.Duration
+	Estimate Estimate
+	// RefusedLearned is true when the [LearnedFloor] refused the retry:
+	// the call stops now with [ReasonRefusedLearned], without sleeping
+	// and without asking the retry budget.
+	RefusedLearned bool
 }
 
 // CallResult describes how a call ended.
@@ -192,6 +210,11 @@ type CallResult struct {
 	// Hedges counts the attempts started as hedges ([AttemptInfo.Hedge]);
 	// they are included in Attempts.
 	Hedges int
+	// Lease and Estimate, when Reason is [ReasonRefusedLearned]: the
+	// lease the refused attempt would have been granted and the estimated
+	// chance it completes within it; zero otherwise.
+	Lease    time.Duration
+	Estimate Estimate
 }
 
 // Hooks is a set of optional callbacks that observe a call made by [Do],

@@ -35,6 +35,14 @@ type Policy struct {
 	// ceiling, and Do's cost is unchanged.
 	Ceiling CeilingSource
 
+	// LearnedFloor, when set, refuses an attempt, a hedge or a retry that
+	// would very likely not complete within the lease it would get, as
+	// estimated from the step's recorded attempts (see [LearnedFloor]):
+	// the call stops with [ReasonRefusedLearned]. Nil (the default), or a
+	// step its estimator knows too little about: the fixed Floor alone
+	// decides, and Do's cost is unchanged.
+	LearnedFloor *LearnedFloor
+
 	// Floor is kept in reserve: no attempt starts with remaining <= Floor,
 	// and no lease reaches into it, leaving time to record the outcome and
 	// answer. Must be >= 0.
@@ -181,7 +189,12 @@ func (p *Policy) validate() error {
 	case p.RetryBudget != nil && p.RetryBudget.bucket == 0:
 		return &PolicyError{"Policy.RetryBudget", "RetryBudget{}", "nil or a budget from NewRetryBudget"}
 	case p.Hedge != nil:
-		return p.Hedge.validate()
+		if err := p.Hedge.validate(); err != nil {
+			return err
+		}
+	}
+	if p.LearnedFloor != nil {
+		return p.LearnedFloor.validate()
 	}
 	return nil
 }

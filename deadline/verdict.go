@@ -50,7 +50,9 @@ func (v Verdict) String() string { return string(v) }
 //     exhausted, a later attempt cut by the deadline, a refusal, a backoff
 //     that did not fit, a non-retryable error);
 //  6. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],
-//     [ReasonRefused] or [ReasonBackoffTooLong];
+//     [ReasonRefused], [ReasonRefusedLearned] (the lease left would very
+//     likely not have sufficed, before anything was sent) or
+//     [ReasonBackoffTooLong];
 //  7. [VerdictFailed] otherwise: [ReasonNotRetryable], [ReasonExhausted]
 //     (on errors), [ReasonPanic], or a reason this version does not know.
 //
@@ -79,7 +81,7 @@ func VerdictOf(r CallResult) Verdict {
 		return VerdictTooSlow
 	}
 	switch r.Reason {
-	case ReasonDeadline, ReasonRefused, ReasonBackoffTooLong:
+	case ReasonDeadline, ReasonRefused, ReasonRefusedLearned, ReasonBackoffTooLong:
 		return VerdictDeadlineTooSmall
 	}
 	return VerdictFailed
