@@ -104,3 +104,45 @@ func spread() []time.Duration {
 	}
 	return d
 }
+
+// BenchmarkLiveCompletion is the learned floor's look-up: the estimate for
+// one lease, from a step with durations over some 320 buckets.
+func BenchmarkLiveCompletion(b *testing.B) {
+	var rec learn.Recorder
+	live, _ := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 1}})
+	for _, d := range spread() {
+		rec.Record("fetch", deadline.EndedCompleted, d, time.Now())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = live.Completion("fetch", 50*time.Millisecond)
+	}
+}
+
+// BenchmarkLearnedFloor is what the learned floor adds to Do's success
+// path: the same call without it (baseline) and with it (learned), in one
+// run so that their ratio is read on the same machine state.
+func BenchmarkLearnedFloor(b *testing.B) {
+	var rec learn.Recorder
+	live, _ := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 1}})
+	for _, d := range spread() {
+		rec.Record("fetch", deadline.EndedCompleted, d, time.Now())
+	}
+	ctx := context.Background()
+	d := deadline.New(time.Hour)
+	op := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) { return 1, ctx.Err() }
+	base := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: time.Minute, Floor: 20 * time.Millisecond}
+	learned := base
+	learned.LearnedFloor = &deadline.LearnedFloor{Estimator: live, Threshold: 0.05, ProbeShare: 0.05}
+	for _, c := range []struct {
+		name string
+		p    deadline.Policy
+	}{{"baseline", base}, {"learned", learned}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = deadline.Do(ctx, d, c.p, op)
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ type recent struct {
 	n                   atomic.Uint64 // samples recorded into it
 	decayed             uint64        // n at the last halving; the updater's
 	completed, censored [slots]atomic.Uint32
+	table               atomic.Pointer[completionTable] // the completion estimate; nil: too few samples
 }
 
 func (rc *recent) completedAt(i int) uint64 { return uint64(rc.completed[i].Load()) }
@@ -53,6 +54,9 @@ func (rc *recent) censoredAt(i int) uint64  { return uint64(rc.censored[i].Load(
 // (the policy's AttemptTimeout applies). When too many recent attempts were
 // cut to know the quantile (censored), the ceiling is doubled, up to Max,
 // so that the attempts can show how long they take.
+//
+// The same recent samples give [Live.Completion], the probability that an
+// attempt completes within a lease, for [deadline.Policy.LearnedFloor].
 //
 // The computation runs on the goroutine whose attempt completed the Every
 // samples (a few microseconds, once per Every samples); reading the
@@ -144,6 +148,11 @@ func (lc *liveConfig) update(s *series, rc *recent, n uint64) {
 		total += rc.completedAt(i) + rc.censoredAt(i)
 	}
 	o := lc.o
+	if total >= uint64(o.MinSamples) {
+		rc.table.Store(newCompletionTable(rc, total))
+	} else {
+		rc.table.Store(nil)
+	}
 	if total >= uint64(o.MinSamples) {
 		if k, ok := kaplanMeier(rc, total, o.Quantile); ok {
 			var est time.Duration
