@@ -26,7 +26,7 @@ type handlerConfig struct {
 	header    string
 	malformed func(r *http.Request, value string)
 	admission func(r *http.Request, a Admission)
-	bodyRead  bool  // WithBodyReadDeadline
+	bodyRead  bool // WithBodyReadDeadline
 	learned   *deadline.LearnedAdmission
 	route     func(r *http.Request) string
 	queue     *deadline.AdmissionQueue
