@@ -153,7 +153,8 @@ type Admission struct {
 	Probe bool
 	// Queued reports that the call waited in the admission queue
 	// ([AdmissionQueue]); QueueWait is how long, until it got a slot or
-	// left the queue refused.
+	// left the queue refused. A call refused on arrival, the queue full or
+	// its request already ended, did not wait.
 	Queued    bool
 	QueueWait time.Duration
 }

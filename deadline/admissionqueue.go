@@ -111,23 +111,23 @@ func (q *AdmissionQueue) tryAcquire() bool {
 }
 
 // wait waits for a slot for a call that must start before lastStart, or
-// until ctx ends. It returns how long it waited and RefusalNone with a
-// slot taken, or the refusal.
-func (q *AdmissionQueue) wait(ctx context.Context, lastStart time.Time) (time.Duration, Refusal) {
+// until ctx ends. It returns whether the call waited in the queue, how
+// long, and RefusalNone with a slot taken, or the refusal.
+func (q *AdmissionQueue) wait(ctx context.Context, lastStart time.Time) (bool, time.Duration, Refusal) {
 	start := time.Now()
 	q.mu.Lock()
 	switch {
 	case q.running < q.limit && q.waiting == 0: // freed since tryAcquire
 		q.running++
 		q.mu.Unlock()
-		return 0, RefusalNone
+		return false, 0, RefusalNone
 	case !start.Before(lastStart) || ctx.Err() != nil:
 		q.mu.Unlock()
-		return 0, RefusalQueueTimeout
+		return false, 0, RefusalQueueTimeout
 	case q.waiting >= q.backlog:
 		if q.backlog == 0 || !q.lifo(start) {
 			q.mu.Unlock()
-			return 0, RefusalQueueFull
+			return false, 0, RefusalQueueFull
 		}
 		q.decide(q.head, RefusalQueueFull)
 	}
@@ -148,14 +148,14 @@ func (q *AdmissionQueue) wait(ctx context.Context, lastStart time.Time) (time.Du
 	waited := time.Since(start)
 	if !w.decided {
 		q.remove(w)
-		return waited, RefusalQueueTimeout
+		return true, waited, RefusalQueueTimeout
 	}
 	if w.refusal == RefusalNone && (ctx.Err() != nil || !time.Now().Before(lastStart)) {
 		// Given a slot as it was leaving: hand the slot on.
 		q.handOff()
-		return waited, RefusalQueueTimeout
+		return true, waited, RefusalQueueTimeout
 	}
-	return waited, w.refusal
+	return true, waited, w.refusal
 }
 
 // release frees a slot, handing it to a waiting call if one can still

@@ -161,6 +161,7 @@ func TestQueueFull(t *testing.T) {
 		waiter := arrive(t.Context(), g, &wg, time.Second)
 		a, _ := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
 		assert.Equal(t, deadline.RefusalQueueFull, a.Refusal, "FIFO: the newcomer is refused")
+		assert.False(t, a.Queued, "refused on arrival: it did not wait")
 		assert.Zero(t, a.QueueWait)
 		holder.tk.Done(t.Context(), true)
 		wg.Wait()

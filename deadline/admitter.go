@@ -188,8 +188,7 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer De
 			if a.Learned && !a.Probe {
 				need = max(need, l.need(route, a.Budget))
 			}
-			a.Queued = true
-			a.QueueWait, a.Refusal = q.wait(ctx, a.Deadline.End().Add(-need))
+			a.Queued, a.QueueWait, a.Refusal = q.wait(ctx, a.Deadline.End().Add(-need))
 			if a.Refused() {
 				return a, Ticket{}
 			}

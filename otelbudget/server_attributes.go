@@ -39,10 +39,28 @@ const (
 	// AttrServerRefused is true when the request was refused with 504 and
 	// its handler was not called. Set only when true.
 	AttrServerRefused = attribute.Key("deadline.server.refused")
-	// AttrServerRefusal says why: "spent" (nothing was left) or "floor"
-	// (the budget was at or below the floor). Set only on a refusal; also
-	// the attribute of [MetricServerRefusals].
+	// AttrServerRefusal says why: "spent" (nothing was left), "floor"
+	// (the budget was at or below the floor), "learned" (below what the
+	// route very likely needs, learned from its recent requests),
+	// "queue_timeout" (it waited for a slot until it could no longer
+	// finish, or its request ended) or "queue_full" (the admission queue's
+	// backlog was full: overload, answered 503). Set only on a refusal;
+	// also the attribute of [MetricServerRefusals].
 	AttrServerRefusal = attribute.Key("deadline.server.refusal")
+	// AttrServerCompletionProbability is the learned estimate that a
+	// request of the route completes within its effective budget
+	// (deadlinehttp.WithLearnedAdmission); set only when the route had one.
+	AttrServerCompletionProbability = attribute.Key("deadline.server.completion_probability")
+	// AttrServerCompletionSamples is the weight of the recent samples that
+	// estimate rests on; set with it.
+	AttrServerCompletionSamples = attribute.Key("deadline.server.completion_samples")
+	// AttrServerProbe is true on a request admitted as a probe although
+	// its estimate was below the threshold. Set only when true.
+	AttrServerProbe = attribute.Key("deadline.server.probe")
+	// AttrServerQueueWaitMs is how long the request waited for a slot in
+	// the admission queue (deadlinehttp.WithAdmissionQueue), until it got
+	// one or was refused. Set only when it waited.
+	AttrServerQueueWaitMs = attribute.Key("deadline.server.queue_wait_ms")
 	// AttrServerEndedBy says how the handler of an admitted request ended:
 	// "completed", "deadline" (it returned after its lease ended),
 	// "canceled" (it returned after the request was canceled, the client
@@ -54,9 +72,13 @@ const (
 // The values of error.type (semconv ErrorTypeKey) the server composition
 // sets on a SERVER span, with status Error: a small fixed set.
 const (
-	// ErrorTypeServerRefused: the request was refused, its budget spent or
-	// at or below the floor.
+	// ErrorTypeServerRefused: the request was refused, its budget spent,
+	// at or below the floor, below what its route needs, or run out while
+	// it waited for a slot.
 	ErrorTypeServerRefused = "deadline_refused"
+	// ErrorTypeServerQueueFull: the request was refused because the
+	// admission queue's backlog was full (503).
+	ErrorTypeServerQueueFull = "queue_full"
 	// ErrorTypeServerDeadline: the handler's lease ended while it ran.
 	ErrorTypeServerDeadline = "deadline_exceeded"
 	// ErrorTypeServerAborted: the handler aborted the response
@@ -70,8 +92,9 @@ const (
 // The metric instruments of the server composition, created once per
 // otelbudgethttp.NewHandler on the meter of scope [ScopeName].
 const (
-	// MetricServerRefusals counts requests refused with 504 (counter,
-	// {request}; attribute deadline.server.refusal).
+	// MetricServerRefusals counts refused requests: 504, or 503 for a full
+	// admission queue (counter, {request}; attribute
+	// deadline.server.refusal).
 	MetricServerRefusals = "deadline.server.refusals"
 	// MetricServerClamps counts requests whose header asked for more than
 	// the server's maximum, which was granted instead (counter, {request};

@@ -2,6 +2,7 @@ package otelbudgetgrpc
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -47,7 +48,7 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 	}
 	// The same deadline.server.* keys as the HTTP server composition
 	// (otelbudgethttp.NewHandler), documented in docs/attributes.md.
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 11)
 	if a.HasDeadline {
 		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound)))
 	}
@@ -57,6 +58,17 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 		otelbudget.AttrServerLimitedBy.String(a.Limit.String()),
 		otelbudget.AttrServerFloorMs.Int64(ms(a.Floor)),
 	)
+	if a.Learned {
+		attrs = append(attrs,
+			otelbudget.AttrServerCompletionProbability.Float64(a.Estimate.P),
+			otelbudget.AttrServerCompletionSamples.Int64(int64(min(a.Estimate.Samples, math.MaxInt64))))
+	}
+	if a.Probe {
+		attrs = append(attrs, otelbudget.AttrServerProbe.Bool(true))
+	}
+	if a.Queued {
+		attrs = append(attrs, otelbudget.AttrServerQueueWaitMs.Int64(ms(a.QueueWait)))
+	}
 	if a.Refused() {
 		attrs = append(attrs, otelbudget.AttrServerRefused.Bool(true), otelbudget.AttrServerRefusal.String(a.Refusal.String()))
 	}
