@@ -218,3 +218,25 @@ func TestAdmissionRecovers(t *testing.T) {
 	assert.GreaterOrEqual(t, adm.Goodput(), 0.60)
 	assert.LessOrEqual(t, adm.OutageAmplification, 1.25)
 }
+
+// TestAdmissionNeedsNoClientCooperation checks that the server's admission
+// alone ends the metastable state: against it, clients that retry every
+// failure three times (the hand-written loop, which storms the plain
+// server forever, TestRetryStormIsMetastable) still find the server
+// recovered as soon as the outage ends, since no dead request is left in
+// its queue and the newest are served first.
+func TestAdmissionNeedsNoClientCooperation(t *testing.T) {
+	m := Default()
+	m.Admission = true
+	for _, r := range []peers.Retrier{peers.Baseline{}, peers.Deadline{}} {
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Simulate(r, m)
+			require.NoError(t, err)
+			t.Logf("%s against the server with admission: %d requests, amplification %.2f×, recovery %v, goodput %.1f%%",
+				r.Name(), res.Requests, res.OutageAmplification, res.Recovery, 100*res.Goodput())
+			assert.Greater(t, res.OutageAmplification, 1.5, "the clients do retry")
+			assert.Equal(t, time.Duration(0), res.Recovery, "seconds: %+v", res.Seconds)
+			assert.GreaterOrEqual(t, res.Goodput(), 0.60)
+		})
+	}
+}
