@@ -1,6 +1,13 @@
 package otelbudget
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"math"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
 
 // The attribute keys set on a SERVER span by the server composition
 // (otelbudgethttp.NewHandler), from what the budget middleware decided for
@@ -105,3 +112,25 @@ const (
 	// boundaries from 1 ms to 30 s).
 	MetricServerBudget = "deadline.server.budget"
 )
+
+// AppendServerLearned appends to attrs what learned admission and the
+// admission queue had to say about one inbound request or RPC, as the
+// server compositions (otelbudgethttp, otelbudgetgrpc) set it on their
+// SERVER span: [AttrServerCompletionProbability] and
+// [AttrServerCompletionSamples] when learned (the route had an estimate e),
+// [AttrServerProbe] when admitted as a probe, [AttrServerQueueWaitMs] when
+// it waited wait in the queue. It appends nothing when none applies.
+func AppendServerLearned(attrs []attribute.KeyValue, learned bool, e deadline.Estimate, probe, queued bool, wait time.Duration) []attribute.KeyValue {
+	if learned {
+		attrs = append(attrs,
+			AttrServerCompletionProbability.Float64(e.P),
+			AttrServerCompletionSamples.Int64(int64(min(e.Samples, math.MaxInt64))))
+	}
+	if probe {
+		attrs = append(attrs, AttrServerProbe.Bool(true))
+	}
+	if queued {
+		attrs = append(attrs, AttrServerQueueWaitMs.Int64(ms(wait)))
+	}
+	return attrs
+}

@@ -2,7 +2,6 @@ package otelbudgethttp
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -189,17 +188,7 @@ func (s *server) admit(r *http.Request, a deadlinehttp.Admission) {
 	if a.HasContextDeadline {
 		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.ContextRemaining)))
 	}
-	if a.Learned {
-		attrs = append(attrs,
-			otelbudget.AttrServerCompletionProbability.Float64(a.Estimate.P),
-			otelbudget.AttrServerCompletionSamples.Int64(int64(min(a.Estimate.Samples, math.MaxInt64))))
-	}
-	if a.Probe {
-		attrs = append(attrs, otelbudget.AttrServerProbe.Bool(true))
-	}
-	if a.Queued {
-		attrs = append(attrs, otelbudget.AttrServerQueueWaitMs.Int64(ms(a.QueueWait)))
-	}
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
 		errType := otelbudget.ErrorTypeServerRefused
 		if a.Refusal == deadlinehttp.RefusalQueueFull {

@@ -2,7 +2,6 @@ package otelbudgetgrpc
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -58,17 +57,7 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 		otelbudget.AttrServerLimitedBy.String(a.Limit.String()),
 		otelbudget.AttrServerFloorMs.Int64(ms(a.Floor)),
 	)
-	if a.Learned {
-		attrs = append(attrs,
-			otelbudget.AttrServerCompletionProbability.Float64(a.Estimate.P),
-			otelbudget.AttrServerCompletionSamples.Int64(int64(min(a.Estimate.Samples, math.MaxInt64))))
-	}
-	if a.Probe {
-		attrs = append(attrs, otelbudget.AttrServerProbe.Bool(true))
-	}
-	if a.Queued {
-		attrs = append(attrs, otelbudget.AttrServerQueueWaitMs.Int64(ms(a.QueueWait)))
-	}
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
 		attrs = append(attrs, otelbudget.AttrServerRefused.Bool(true), otelbudget.AttrServerRefusal.String(a.Refusal.String()))
 	}
