@@ -3,6 +3,7 @@ package deadline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // serviceTimes is an in-memory ServiceRecorder and CompletionEstimator:
@@ -277,5 +279,49 @@ func TestRefusalNames(t *testing.T) {
 	}
 	for _, r := range []deadline.Refusal{deadline.RefusalNone, deadline.RefusalQueueFull, deadline.Refusal(99)} {
 		assert.False(t, r.Budget(), r.String())
+	}
+}
+
+// TestAdmitterProbesFollowARecoveringRoute checks, with package learn's
+// estimator, that a route whose estimate refuses every budget its callers
+// send notices that it became fast again only through probes: without
+// them nothing new is recorded and it refuses for ever.
+func TestAdmitterProbesFollowARecoveringRoute(t *testing.T) {
+	for _, share := range []float64{0, 0.2} {
+		t.Run(fmt.Sprint("probe share ", share), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &learn.Recorder{}
+				live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 20}, Every: 5, HalfLife: 20})
+				require.NoError(t, err)
+				for range 40 { // the route was slow
+					rec.Record("r", deadline.EndedCompleted, 100*time.Millisecond, time.Now())
+				}
+				g, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: time.Second,
+					Learned: &deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05, ProbeShare: share}})
+				require.NoError(t, err)
+				recovered, probes := -1, 0
+				for i := range 300 { // now it takes 10ms; callers send 50ms
+					a, tk := g.Admit(t.Context(), "r", budget(50*time.Millisecond), deadline.Deadline{})
+					if a.Refused() {
+						require.Equal(t, deadline.RefusalLearned, a.Refusal)
+						continue
+					}
+					if a.Probe {
+						probes++
+					} else if recovered < 0 {
+						recovered = i
+					}
+					time.Sleep(10 * time.Millisecond)
+					tk.Done(t.Context(), true)
+				}
+				if share == 0 {
+					assert.Equal(t, -1, recovered, "never: nothing new is recorded")
+					assert.Zero(t, probes)
+					return
+				}
+				assert.GreaterOrEqual(t, recovered, 0, "admitted again without being a probe")
+				t.Logf("admitted again after %d requests, %d probes", recovered, probes)
+			})
+		})
 	}
 }
