@@ -64,15 +64,46 @@ const (
 	// RefusalFloor: the effective budget was above zero but at or below the
 	// server's floor: the work could not finish in time.
 	RefusalFloor
+	// RefusalLearned: the effective budget was above the floor, but below
+	// what the route very likely needs: the route's learned service time
+	// says a call given this budget completes with a probability below the
+	// threshold ([LearnedAdmission]).
+	RefusalLearned
+	// RefusalQueueTimeout: the call waited in the admission queue
+	// ([AdmissionQueue]) until what was left of its budget could no longer
+	// cover what the route needs (the learned service time, else the
+	// floor), or until its request ended: it left the queue without
+	// starting.
+	RefusalQueueTimeout
+	// RefusalQueueFull: the admission queue held as many waiting calls as
+	// it may ([AdmissionQueue]): the server is overloaded, whatever the
+	// budget. Unlike the others it says nothing about the budget: a
+	// transport answers it as overload (HTTP 503, gRPC RESOURCE_EXHAUSTED),
+	// without the refusal marker.
+	RefusalQueueFull
 )
 
 var refusalNames = [...]string{
-	RefusalNone:  "none",
-	RefusalSpent: "spent",
-	RefusalFloor: "floor",
+	RefusalNone:         "none",
+	RefusalSpent:        "spent",
+	RefusalFloor:        "floor",
+	RefusalLearned:      "learned",
+	RefusalQueueTimeout: "queue_timeout",
+	RefusalQueueFull:    "queue_full",
 }
 
-// String returns the stable telemetry name: "none", "spent" or "floor".
+// Budget reports whether the refusal says the budget was too small
+// ([RefusalSpent], [RefusalFloor], [RefusalLearned],
+// [RefusalQueueTimeout]): a transport answers it with its deadline status
+// and the refusal marker, which a client never retries, since a next
+// attempt would arrive with less. [RefusalQueueFull] and [RefusalNone] are
+// not.
+func (r Refusal) Budget() bool {
+	return r != RefusalNone && r != RefusalQueueFull && int(r) < len(refusalNames)
+}
+
+// String returns the stable telemetry name: "none", "spent", "floor",
+// "learned", "queue_timeout" or "queue_full".
 func (r Refusal) String() string {
 	if int(r) < len(refusalNames) {
 		return refusalNames[r]
@@ -108,6 +139,24 @@ type Admission struct {
 	// Deadline is the deadline an admitted call runs under: the outer one
 	// when it bound, else arrival + Budget. It is set when refused too.
 	Deadline Deadline
+
+	// The rest is set by an [Admitter] only ([Admit] leaves it zero).
+
+	// Learned reports that the route's learned service time was consulted
+	// ([LearnedAdmission]): the estimator had an estimate for the budget,
+	// resting on enough samples. Estimate is that estimate: the
+	// probability that a call of the route completes within Budget.
+	Learned  bool
+	Estimate Estimate
+	// Probe reports that the estimate was below the threshold but the call
+	// was admitted anyway, as a probe ([LearnedAdmission.ProbeShare]).
+	Probe bool
+	// Queued reports that the call waited in the admission queue
+	// ([AdmissionQueue]); QueueWait is how long, until it got a slot or
+	// left the queue refused. A call refused on arrival, the queue full or
+	// its request already ended, did not wait.
+	Queued    bool
+	QueueWait time.Duration
 }
 
 // Refused reports whether the call was refused.

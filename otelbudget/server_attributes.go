@@ -1,6 +1,13 @@
 package otelbudget
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"math"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
 
 // The attribute keys set on a SERVER span by the server composition
 // (otelbudgethttp.NewHandler), from what the budget middleware decided for
@@ -39,10 +46,28 @@ const (
 	// AttrServerRefused is true when the request was refused with 504 and
 	// its handler was not called. Set only when true.
 	AttrServerRefused = attribute.Key("deadline.server.refused")
-	// AttrServerRefusal says why: "spent" (nothing was left) or "floor"
-	// (the budget was at or below the floor). Set only on a refusal; also
-	// the attribute of [MetricServerRefusals].
+	// AttrServerRefusal says why: "spent" (nothing was left), "floor"
+	// (the budget was at or below the floor), "learned" (below what the
+	// route very likely needs, learned from its recent requests),
+	// "queue_timeout" (it waited for a slot until it could no longer
+	// finish, or its request ended) or "queue_full" (the admission queue's
+	// backlog was full: overload, answered 503). Set only on a refusal;
+	// also the attribute of [MetricServerRefusals].
 	AttrServerRefusal = attribute.Key("deadline.server.refusal")
+	// AttrServerCompletionProbability is the learned estimate that a
+	// request of the route completes within its effective budget
+	// (deadlinehttp.WithLearnedAdmission); set only when the route had one.
+	AttrServerCompletionProbability = attribute.Key("deadline.server.completion_probability")
+	// AttrServerCompletionSamples is the weight of the recent samples that
+	// estimate rests on; set with it.
+	AttrServerCompletionSamples = attribute.Key("deadline.server.completion_samples")
+	// AttrServerProbe is true on a request admitted as a probe although
+	// its estimate was below the threshold. Set only when true.
+	AttrServerProbe = attribute.Key("deadline.server.probe")
+	// AttrServerQueueWaitMs is how long the request waited for a slot in
+	// the admission queue (deadlinehttp.WithAdmissionQueue), until it got
+	// one or was refused. Set only when it waited.
+	AttrServerQueueWaitMs = attribute.Key("deadline.server.queue_wait_ms")
 	// AttrServerEndedBy says how the handler of an admitted request ended:
 	// "completed", "deadline" (it returned after its lease ended),
 	// "canceled" (it returned after the request was canceled, the client
@@ -54,9 +79,13 @@ const (
 // The values of error.type (semconv ErrorTypeKey) the server composition
 // sets on a SERVER span, with status Error: a small fixed set.
 const (
-	// ErrorTypeServerRefused: the request was refused, its budget spent or
-	// at or below the floor.
+	// ErrorTypeServerRefused: the request was refused, its budget spent,
+	// at or below the floor, below what its route needs, or run out while
+	// it waited for a slot.
 	ErrorTypeServerRefused = "deadline_refused"
+	// ErrorTypeServerQueueFull: the request was refused because the
+	// admission queue's backlog was full (503).
+	ErrorTypeServerQueueFull = "queue_full"
 	// ErrorTypeServerDeadline: the handler's lease ended while it ran.
 	ErrorTypeServerDeadline = "deadline_exceeded"
 	// ErrorTypeServerAborted: the handler aborted the response
@@ -70,8 +99,9 @@ const (
 // The metric instruments of the server composition, created once per
 // otelbudgethttp.NewHandler on the meter of scope [ScopeName].
 const (
-	// MetricServerRefusals counts requests refused with 504 (counter,
-	// {request}; attribute deadline.server.refusal).
+	// MetricServerRefusals counts refused requests: 504, or 503 for a full
+	// admission queue (counter, {request}; attribute
+	// deadline.server.refusal).
 	MetricServerRefusals = "deadline.server.refusals"
 	// MetricServerClamps counts requests whose header asked for more than
 	// the server's maximum, which was granted instead (counter, {request};
@@ -82,3 +112,25 @@ const (
 	// boundaries from 1 ms to 30 s).
 	MetricServerBudget = "deadline.server.budget"
 )
+
+// AppendServerLearned appends to attrs what learned admission and the
+// admission queue had to say about one inbound request or RPC, as the
+// server compositions (otelbudgethttp, otelbudgetgrpc) set it on their
+// SERVER span: [AttrServerCompletionProbability] and
+// [AttrServerCompletionSamples] when learned (the route had an estimate e),
+// [AttrServerProbe] when admitted as a probe, [AttrServerQueueWaitMs] when
+// it waited wait in the queue. It appends nothing when none applies.
+func AppendServerLearned(attrs []attribute.KeyValue, learned bool, e deadline.Estimate, probe, queued bool, wait time.Duration) []attribute.KeyValue {
+	if learned {
+		attrs = append(attrs,
+			AttrServerCompletionProbability.Float64(e.P),
+			AttrServerCompletionSamples.Int64(int64(min(e.Samples, math.MaxInt64))))
+	}
+	if probe {
+		attrs = append(attrs, AttrServerProbe.Bool(true))
+	}
+	if queued {
+		attrs = append(attrs, AttrServerQueueWaitMs.Int64(ms(wait)))
+	}
+	return attrs
+}

@@ -11,6 +11,17 @@
 // queue stays full, and goodput stays at zero with the server up (a
 // metastable failure) until the offered load falls under C.
 //
+// With [Model.Admission] the server is instead this project's server
+// admission: deadlinehttp's middleware with WithAdmissionQueue and
+// WithLearnedAdmission in front of the same server, which then works one
+// request at a time (a queue of one slot) and learns its service time. A
+// request waits for the slot only while what is left of its budget still
+// covers the learned service time, and is answered 504 with
+// Deadline-Refused (which this project's client never retries) as soon as
+// it does not; the newest is served first once a queue stands (adaptive
+// LIFO). Nothing it starts is abandoned, so no queue of dead requests is
+// left behind by the outage.
+//
 // Everything runs in virtual time (testing/synctest): [Simulate] must be
 // called inside a bubble.
 package outage
@@ -18,10 +29,15 @@ package outage
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"time"
 
 	"github.com/deadlinebudget/budget/bench/peers"
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // Model is the outage model's parameters.
@@ -34,7 +50,19 @@ type Model struct {
 	// time measured after it.
 	Warmup, Outage, After time.Duration
 	Call                  peers.Call // each logical call's policy; the caller's context carries Call.Budget
+	// Admission puts this project's server admission in front of the
+	// server (see the package doc): a queue of one slot and a backlog of
+	// MaxQueue × Capacity requests, learned admission at
+	// [AdmissionThreshold]. The attempt's lease is sent as the budget
+	// header. Only the retriers that read the server's answer headers
+	// (this project's HTTP transport) see its refusals as refusals.
+	Admission bool
 }
+
+// AdmissionThreshold is the learned admission's threshold in the
+// admission rows: a request is refused when it completes within what is
+// left of its budget with a probability below 5%.
+const AdmissionThreshold = 0.05
 
 // Default is the model published in docs/benchmarks.md: 200 clients, one
 // call per second each (200 calls/s) on a server of capacity 250 requests/s
@@ -72,6 +100,11 @@ func (m Model) Validate() error {
 
 // String describes the model in one line.
 func (m Model) String() string {
+	if m.Admission {
+		m.Admission = false
+		return m.String() + fmt.Sprintf("; server admission: deadlinehttp.NewHandler(WithAdmissionQueue(1, %d), WithLearnedAdmission(threshold %g))",
+			m.backlog(), AdmissionThreshold)
+	}
 	return fmt.Sprintf("%d clients × 1 call per %v (%.0f calls/s) on a server completing %d requests/s in arrival order, 503 at once beyond %v of queue, "+
 		"finishing abandoned requests; %v before, a %v outage (the server stalls: completes nothing, queues what fits), %v after; "+
 		"each call: budget %v on the caller's context, per-attempt %v, backoff %v..%v, ≤%d attempts",
@@ -105,14 +138,81 @@ type Result struct {
 // Goodput is the share of the run's logical calls that succeeded.
 func (r Result) Goodput() float64 { return float64(r.Good) / float64(max(r.Calls, 1)) }
 
+// backlog is the admission queue's backlog: MaxQueue of work.
+func (m Model) backlog() int { return int(m.MaxQueue * time.Duration(m.Capacity) / time.Second) }
+
 // server is the model's server.
 type server struct {
 	m     Model
 	start time.Time
+	h     http.Handler   // with Admission: the middleware in front of serve
+	work  sync.WaitGroup // with Admission: requests still in the server
 
 	mu        sync.Mutex
 	free      time.Time // when the server has finished everything it accepted
 	perSecond []Second
+}
+
+// newAdmission returns the admission middleware in front of s.serve.
+func (s *server) newAdmission() (http.Handler, error) {
+	rec := &learn.Recorder{}
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: s.m.Call.Budget, MinSamples: 100}})
+	if err != nil {
+		return nil, err
+	}
+	return deadlinehttp.NewHandler(http.HandlerFunc(s.serve),
+		deadlinehttp.WithAdmissionQueue(1, s.m.backlog()),
+		deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: AdmissionThreshold}),
+		deadlinehttp.WithRoute(func(*http.Request) string { return "work" }))
+}
+
+// serve is the server behind the admission middleware, holding its one
+// slot: a request takes 1/Capacity, and one started in the outage stalls
+// until it ends; it finishes what it started whether its client waits or
+// not.
+func (s *server) serve(http.ResponseWriter, *http.Request) {
+	begin := time.Now()
+	if resume := s.start.Add(s.m.Warmup + s.m.Outage); begin.Sub(s.start) >= s.m.Warmup && begin.Before(resume) {
+		begin = resume
+	}
+	time.Sleep(time.Until(begin.Add(time.Second / time.Duration(s.m.Capacity))))
+}
+
+// admitted is one request to the server with admission: the attempt's
+// lease goes as the budget header, and the server's request ends when the
+// attempt does (its client gone). A status other than 200 is a [Failure]
+// with the answer's headers.
+func (s *server) admitted(ctx context.Context) error {
+	s.mu.Lock()
+	s.perSecond[s.second(time.Now())].Requests++
+	s.mu.Unlock()
+	sctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, "http://server.invalid/", nil)
+	if err != nil {
+		cancel()
+		return err
+	}
+	if end, ok := ctx.Deadline(); ok {
+		req.Header.Set(deadlinehttp.DefaultHeader, deadlinehttp.FormatBudget(time.Until(end)))
+	}
+	w := httptest.NewRecorder()
+	done := make(chan struct{})
+	s.work.Go(func() {
+		defer close(done)
+		defer stop()
+		defer cancel()
+		s.h.ServeHTTP(w, req)
+	})
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if w.Code != http.StatusOK {
+		return &peers.Failure{Status: w.Code, Header: w.Header()}
+	}
+	return nil
 }
 
 func (s *server) second(t time.Time) int {
@@ -161,6 +261,15 @@ func Simulate(r peers.Retrier, m Model) (Result, error) {
 	}
 	total := m.Warmup + m.Outage + m.After
 	s := &server{m: m, start: time.Now(), perSecond: make([]Second, int((total+time.Second-1)/time.Second))}
+	op := s.handle
+	if m.Admission {
+		h, err := s.newAdmission()
+		if err != nil {
+			return Result{}, err
+		}
+		s.h, op = h, s.admitted
+		defer s.work.Wait()
+	}
 	var wg sync.WaitGroup
 	for k := range m.Clients {
 		wg.Go(func() {
@@ -173,7 +282,7 @@ func Simulate(r peers.Retrier, m Model) (Result, error) {
 					started := time.Now()
 					ctx, cancel := context.WithDeadline(context.Background(), started.Add(m.Call.Budget))
 					defer cancel()
-					err := r.Do(ctx, m.Call, s.handle) // any error is a failed call
+					err := r.Do(ctx, m.Call, op) // any error is a failed call
 					s.mu.Lock()
 					defer s.mu.Unlock()
 					sec := &s.perSecond[s.second(started)]
@@ -275,3 +384,47 @@ func Libraries(m Model) ([]peers.Retrier, error) {
 	}
 	return out, nil
 }
+
+// AdmissionName is the name of the row of this project's client against
+// the server with admission ([Model.Admission]).
+const AdmissionName = "deadline (this) + retry budget + server admission"
+
+// NoRetriesAdmission names the reference row against the server with
+// admission: one attempt per call.
+const NoRetriesAdmission = "no retries + server admission (reference)"
+
+// Row is one row run with its own model.
+type Row struct {
+	Retrier peers.Retrier
+	Model   Model
+}
+
+// AdmissionRows returns the rows run against the server with admission:
+// this project's client through its HTTP transport with the retry budget's
+// defaults and no overload charge (deadlinehttp.NewTransport,
+// WithRetryBudget(deadline.NewRetryBudget()), one transport shared by
+// every client), then the no-retries reference. Each call returns new
+// retriers: a budget belongs to one run.
+func AdmissionRows(m Model) ([]Row, error) {
+	m.Admission = true
+	o, err := peers.NewDeadlineOverload(m.Call, 0)
+	if err != nil {
+		return nil, err
+	}
+	m1 := m
+	m1.Call.MaxAttempts = 1
+	return []Row{
+		{Retrier: named{o, AdmissionName, "deadlinehttp.NewTransport(in-memory base calling the server's handler, WithPolicy(the Policy of deadline (this)), " +
+			"WithDefaultBudget(Budget), WithRetryBudget(deadline.NewRetryBudget())): the retry budget's defaults, no overload charge"}, Model: m},
+		{Retrier: named{peers.Baseline{}, NoRetriesAdmission, "the hand-written loop, 1 attempt per call"}, Model: m1},
+	}, nil
+}
+
+// named is a retrier under another name and description.
+type named struct {
+	peers.Retrier
+	name, config string
+}
+
+func (n named) Name() string   { return n.name }
+func (n named) Config() string { return n.config }

@@ -47,6 +47,17 @@ func TestOutageReport(t *testing.T) {
 		res.Library = NoRetries
 		rep.Results = append(rep.Results, res)
 	})
+	// With the server's admission on: this project's client with the
+	// retry budget alone, and the no-retries reference.
+	rows, err := AdmissionRows(m)
+	require.NoError(t, err)
+	for _, row := range rows {
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Simulate(row.Retrier, row.Model)
+			require.NoError(t, err)
+			rep.Results = append(rep.Results, res)
+		})
+	}
 	for _, n := range OverloadSweep {
 		o, err := peers.NewDeadlineOverload(m.Call, n)
 		require.NoError(t, err)
@@ -169,4 +180,63 @@ func TestOverloadChargeRecovers(t *testing.T) {
 	none := run(0)
 	assert.Equal(t, time.Duration(-1), none.Recovery, "no charge: metastable; seconds: %+v", none.Seconds)
 	assert.Less(t, none.Goodput(), charged.Goodput())
+}
+
+// TestAdmissionRecovers checks the published model with the server's
+// admission on and this project's client with only the retry budget's
+// defaults: the requests that wait through the outage leave the queue
+// refused before their lease ends, so they are not retried and the server
+// is left no dead queue; it recovers no slower than the no-retries
+// reference against the plain server, with at least its goodput.
+func TestAdmissionRecovers(t *testing.T) {
+	m := Default()
+	var ref Result
+	synctest.Test(t, func(t *testing.T) {
+		m1 := m
+		m1.Call.MaxAttempts = 1
+		var err error
+		ref, err = Simulate(peers.Baseline{}, m1)
+		require.NoError(t, err)
+	})
+	rows, err := AdmissionRows(m)
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	var res [2]Result
+	for i, row := range rows {
+		synctest.Test(t, func(t *testing.T) {
+			res[i], err = Simulate(row.Retrier, row.Model)
+			require.NoError(t, err)
+		})
+		t.Logf("%s: %d requests, amplification %.2f, recovery %v, goodput %.3f, baseline %.3f; seconds %+v",
+			row.Retrier.Name(), res[i].Requests, res[i].OutageAmplification, res[i].Recovery, res[i].Goodput(), res[i].Baseline, res[i].Seconds)
+	}
+	adm := res[0]
+	assert.Equal(t, AdmissionName, adm.Library)
+	assert.InDelta(t, 1.0, adm.Baseline, 0.001, "every call succeeds before the outage")
+	require.GreaterOrEqual(t, adm.Recovery, time.Duration(0), "recovers within the run")
+	assert.LessOrEqual(t, adm.Recovery, ref.Recovery, "no slower than the no-retries reference")
+	assert.GreaterOrEqual(t, adm.Goodput(), 0.60)
+	assert.LessOrEqual(t, adm.OutageAmplification, 1.25)
+}
+
+// TestAdmissionNeedsNoClientCooperation checks that the server's admission
+// alone ends the metastable state: against it, clients that retry every
+// failure three times (the hand-written loop, which storms the plain
+// server forever, TestRetryStormIsMetastable) still find the server
+// recovered as soon as the outage ends, since no dead request is left in
+// its queue and the newest are served first.
+func TestAdmissionNeedsNoClientCooperation(t *testing.T) {
+	m := Default()
+	m.Admission = true
+	for _, r := range []peers.Retrier{peers.Baseline{}, peers.Deadline{}} {
+		synctest.Test(t, func(t *testing.T) {
+			res, err := Simulate(r, m)
+			require.NoError(t, err)
+			t.Logf("%s against the server with admission: %d requests, amplification %.2f×, recovery %v, goodput %.1f%%",
+				r.Name(), res.Requests, res.OutageAmplification, res.Recovery, 100*res.Goodput())
+			assert.Greater(t, res.OutageAmplification, 1.5, "the clients do retry")
+			assert.Equal(t, time.Duration(0), res.Recovery, "seconds: %+v", res.Seconds)
+			assert.GreaterOrEqual(t, res.Goodput(), 0.60)
+		})
+	}
 }

@@ -211,8 +211,8 @@ type opKey struct{}
 type opTransport struct{}
 
 // RoundTrip runs the request's Op: nil is a 200, a [Failure] with a status
-// is that status (with its Retry-After), any other error is returned as a
-// transport error.
+// is that status (with its Retry-After and its Header), any other error is
+// returned as a transport error.
 func (opTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		_ = r.Body.Close()
@@ -228,6 +228,9 @@ func (opTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		status = f.Status
+		for k, v := range f.Header {
+			h[k] = v
+		}
 		if f.RetryAfter > 0 {
 			h.Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
 		}

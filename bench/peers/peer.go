@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -94,6 +95,10 @@ type Failure struct {
 	Status     int           // HTTP status, 0 for a transport failure
 	RetryAfter time.Duration // > 0 when the server asked for a delay
 	Err        error         // the transport error, if any
+	// Header holds other response headers of the answer (e.g. a server's
+	// Deadline-Refused), for the adapters that go through HTTP; nil for
+	// none.
+	Header http.Header
 }
 
 // Error describes the failure.

@@ -13,6 +13,11 @@ import (
 // amplification during the outage: requests sent per logical call.
 const AmplificationGoal = 1.25
 
+// AdmissionGoodputGoal is issue 21's least goodput over the run for this
+// project's client against the server with admission (the row
+// [outage.AdmissionName]).
+const AdmissionGoodputGoal = 0.60
+
 // OutageTable renders scenario 8 from the report of TestOutageReport. The
 // issue's goals are written on both of this project's budgeted rows, the
 // plain retry budget (what a user gets by default) and the retry budget
@@ -36,6 +41,8 @@ func OutageTable(rep outage.Report) Table {
 		case r.Library == outage.NoRetries:
 			ref = &rep.Results[i]
 			continue
+		case r.Library == outage.NoRetriesAdmission:
+			continue
 		case isThisProject(r.Library), r.Library == peers.Baseline{}.Name():
 			continue
 		}
@@ -51,6 +58,12 @@ func OutageTable(rep outage.Report) Table {
 			goal = fmt.Sprintf("amplification ≤ %.2f×: %s; recovery no slower than the best peer: %s; goodput ≥ every peer: %s",
 				AmplificationGoal, verdict(r.OutageAmplification <= AmplificationGoal),
 				verdict(recovered), verdict(r.Goodput() >= bestGoodput))
+		}
+		if r.Library == outage.AdmissionName && ref != nil {
+			goal = fmt.Sprintf("amplification ≤ %.2f×: %s; recovery no slower than the no-retries reference: %s; goodput ≥ %.0f%%: %s",
+				AmplificationGoal, verdict(r.OutageAmplification <= AmplificationGoal),
+				verdict(r.Recovery >= 0 && (ref.Recovery < 0 || r.Recovery <= ref.Recovery)),
+				100*AdmissionGoodputGoal, verdict(r.Goodput() >= AdmissionGoodputGoal))
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Calls), fmt.Sprint(r.Requests), fmt.Sprintf("%.2f×", r.OutageAmplification),
 			recovery(r.Recovery), fmt.Sprintf("%.1f%%", 100*r.Goodput()), fmt.Sprintf("%.1f%%", 100*r.Baseline), goal})
@@ -68,6 +81,15 @@ func OutageTable(rep outage.Report) Table {
 			"over an in-memory base RoundTripper that calls the model's server and answers its 503s. The goals are judged on the "+
 			"overload-charge row, the issue's answer to a storm; they are written on the plain budgeted row too, since that is what a user "+
 			"gets without the charge. The peers are configured as before, failsafe-go also with its own budget.")
+	t.Notes = append(t.Notes, "The last two rows run against this project's server admission instead of the plain server: "+
+		"deadlinehttp.NewHandler with WithAdmissionQueue (one slot, the server working one request at a time; a backlog of the 2 s of work "+
+		"the plain server queues) and WithLearnedAdmission (deadline/learn's Kaplan–Meier estimate of the server's own service time, "+
+		fmt.Sprintf("threshold %g), in front of the same server, the attempt's lease sent as the budget header. ", outage.AdmissionThreshold)+
+		"A request waits for the slot only while what is left of its budget still covers the learned service time, and is refused "+
+		"(504 with Deadline-Refused, which this project's transport never retries) as soon as it does not; once a queue stands the newest "+
+		"is served first (adaptive LIFO). Its client is this project's deadlinehttp.Transport with the retry budget's defaults alone "+
+		"(WithRetryBudget(deadline.NewRetryBudget()), no overload charge): its goals are issue 21's, against the no-retries reference on "+
+		"the plain server. The last row is the same server without retries.")
 	if charged != nil && ref != nil {
 		t.Notes = append(t.Notes, fmt.Sprintf("Against the no-retries reference (reported, not a goal): the overload-charge row recovers in %s "+
 			"(the reference: %s), with goodput %.1f%% (the reference: %.1f%%) and %.2f× amplification (the reference: %.2f×).",

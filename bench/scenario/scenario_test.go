@@ -146,10 +146,15 @@ func TestOutageTable(t *testing.T) {
 		{Library: peers.Cenkalti{}.Name(), Calls: 100, Good: 55, Requests: 250, OutageAmplification: 2.5, Recovery: 2 * time.Second, Baseline: 1},
 		{Library: peers.Baseline{}.Name(), Calls: 100, Good: 90, Requests: 100, OutageAmplification: 1, Recovery: time.Second, Baseline: 1},
 		{Library: outage.NoRetries, Calls: 100, Good: 95, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
+		{Library: outage.AdmissionName, Calls: 100, Good: 75, Requests: 101, OutageAmplification: 1.01, Recovery: 0, Baseline: 1},
+		{Library: outage.NoRetriesAdmission, Calls: 100, Good: 99, Requests: 100, OutageAmplification: 1, Recovery: 0, Baseline: 1},
 	}}
 	var b bytes.Buffer
 	OutageTable(rep).Markdown(&b)
 	out := b.String()
+	assert.Contains(t, out, "| "+outage.AdmissionName+" | 100 | 101 | 1.01× | 0 s | 75.0% | 100.0% | amplification ≤ 1.25×: met; "+
+		"recovery no slower than the no-retries reference: met; goodput ≥ 60%: met |", "judged against the reference, not the peers")
+	assert.Contains(t, out, "| "+outage.NoRetriesAdmission+" | 100 | 100 | 1.00× | 0 s | 99.0% | 100.0% | — |", "a reference is not judged, nor a best peer")
 	assert.Contains(t, out, "| deadline (this) + retry budget | 100 | 120 | 1.20× | 2 s | 50.0% | 100.0% | amplification ≤ 1.25×: met; "+
 		"recovery no slower than the best peer: met; goodput ≥ every peer: **missed** |", "cenkalti's 55% beats it; the unbudgeted row's 60% is not a peer")
 	assert.Contains(t, out, "| "+overload+" | 100 | 110 | 1.10× | 3 s | 70.0% | 100.0% | amplification ≤ 1.25×: met; "+

@@ -28,6 +28,20 @@ type Admission struct {
 	Floor time.Duration
 	// Refusal says whether the RPC was refused, and why.
 	Refusal Refusal
+
+	// Learned reports that the method's learned service time was consulted
+	// ([WithLearnedAdmission]): there was an estimate for Budget, resting
+	// on enough samples. Estimate is it: the probability that an RPC of the
+	// method completes within Budget. Probe reports that it was below the
+	// threshold and the RPC was admitted anyway, as a probe.
+	Learned  bool
+	Estimate deadline.Estimate
+	Probe    bool
+	// Queued reports that the RPC waited for a slot
+	// ([WithAdmissionQueue]); QueueWait is how long, until it got one or
+	// was refused.
+	Queued    bool
+	QueueWait time.Duration
 }
 
 // Clamped reports whether the inbound deadline was further away than the
@@ -62,4 +76,14 @@ const (
 	RefusalSpent = deadline.RefusalSpent
 	// RefusalFloor: the budget was above zero but at or below the floor.
 	RefusalFloor = deadline.RefusalFloor
+	// RefusalLearned: the budget was below what the method very likely
+	// needs, as learned from its recent RPCs ([WithLearnedAdmission]).
+	RefusalLearned = deadline.RefusalLearned
+	// RefusalQueueTimeout: the RPC waited for a slot ([WithAdmissionQueue])
+	// until what was left of its budget could no longer cover what the
+	// method needs, or it ended.
+	RefusalQueueTimeout = deadline.RefusalQueueTimeout
+	// RefusalQueueFull: the admission queue's backlog was full: answered
+	// RESOURCE_EXHAUSTED, without [RefusedTrailer].
+	RefusalQueueFull = deadline.RefusalQueueFull
 )

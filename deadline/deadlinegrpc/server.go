@@ -36,6 +36,8 @@ type serverConfig struct {
 	max       time.Duration
 	floor     time.Duration
 	admission []func(ctx context.Context, method string, a Admission)
+	learned   *deadline.LearnedAdmission // WithLearnedAdmission
+	queue     *deadline.AdmissionQueue   // WithAdmissionQueue
 	err       error
 }
 
@@ -90,7 +92,12 @@ func WithAdmission(f func(ctx context.Context, method string, a Admission)) Serv
 
 // Server holds the server interceptors that give every RPC a budget; create
 // one with [NewServer]. It is safe for concurrent use.
-type Server struct{ cfg serverConfig }
+type Server struct {
+	cfg serverConfig
+	// unary admits unary RPCs (learned service time and queue, when set);
+	// streams admits streams (never: see WithLearnedAdmission).
+	unary, streams *deadline.Admitter
+}
 
 // NewServer returns a Server configured by opts.
 //
@@ -116,8 +123,9 @@ type Server struct{ cfg serverConfig }
 // its own ending at the maximum, with cause [deadline.ErrDeadlineReached].
 //
 // NewServer checks its options once, here: WithMaxBudget(d <= 0),
-// WithFloor(d < 0) and a floor at or above the maximum return a nil Server
-// and a [*deadline.PolicyError] naming the first problem. Nil options are
+// WithFloor(d < 0), a floor at or above the maximum and an invalid
+// [WithLearnedAdmission] or [WithAdmissionQueue] return a nil Server and a
+// [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
 	c := serverConfig{max: DefaultMaxBudget}
@@ -132,7 +140,15 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	return &Server{cfg: c}, nil
+	unary, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	if err != nil {
+		return nil, err
+	}
+	streams, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: c, unary: unary, streams: streams}, nil
 }
 
 // ServerOptions returns the options that install the server's unary and
@@ -147,14 +163,20 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // UnaryInterceptor returns the server's unary interceptor; see [NewServer].
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		a, d := s.admit(ctx, info.FullMethod)
+		a, d, t := s.admit(ctx, info.FullMethod, s.unary)
 		if a.Refused() {
-			_ = grpc.SetTrailer(ctx, refusedTrailer(a))
+			if a.Refusal.Budget() {
+				_ = grpc.SetTrailer(ctx, refusedTrailer(a))
+			}
 			return nil, refusedStatus(a)
 		}
 		ctx, cancel := scope(ctx, a, d)
 		defer cancel()
-		return handler(ctx, req)
+		returned := false
+		defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how the handler ended
+		resp, err := handler(ctx, req)
+		returned = true
+		return resp, err
 	}
 }
 
@@ -162,7 +184,7 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 // [NewServer].
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		a, d := s.admit(ss.Context(), info.FullMethod)
+		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams)
 		if a.Refused() {
 			ss.SetTrailer(refusedTrailer(a))
 			return refusedStatus(a)
@@ -194,25 +216,31 @@ type serverStream struct {
 
 func (s *serverStream) Context() context.Context { return s.ctx }
 
-// admit decides an RPC's budget and reports it.
-func (s *Server) admit(ctx context.Context, method string) (Admission, deadline.Deadline) {
+// admit decides an RPC's budget with g and reports it; t is its hold on
+// the admission, to end when the handler returns.
+func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter) (Admission, deadline.Deadline, deadline.Ticket) {
 	var in deadline.Inbound
 	if end, ok := ctx.Deadline(); ok {
 		in = deadline.Inbound{Present: true, End: end}
 	}
-	ad := deadline.Admit(in, deadline.Deadline{}, s.cfg.max, s.cfg.floor)
+	ad, t := g.Admit(ctx, method, in, deadline.Deadline{})
 	a := Admission{
 		HasDeadline: ad.Inbound.Present, Inbound: ad.Inbound.Budget,
 		MaxBudget: ad.MaxBudget, Budget: ad.Budget, Limit: ad.Limit, Floor: ad.Floor, Refusal: ad.Refusal,
+		Learned: ad.Learned, Estimate: ad.Estimate, Probe: ad.Probe, Queued: ad.Queued, QueueWait: ad.QueueWait,
 	}
 	for _, f := range s.cfg.admission {
 		f(ctx, method, a)
 	}
-	return a, ad.Deadline
+	return a, ad.Deadline, t
 }
 
 func refusedValue(a Admission) string {
-	return "budget-ms=" + formatMs(a.Budget) + ", floor-ms=" + formatMs(a.Floor)
+	v := "budget-ms=" + formatMs(a.Budget) + ", floor-ms=" + formatMs(a.Floor)
+	if a.Refusal != RefusalSpent && a.Refusal != RefusalFloor {
+		v += ", reason=" + a.Refusal.String()
+	}
+	return v
 }
 
 func refusedTrailer(a Admission) metadata.MD {
@@ -220,5 +248,8 @@ func refusedTrailer(a Admission) metadata.MD {
 }
 
 func refusedStatus(a Admission) error {
+	if !a.Refusal.Budget() {
+		return status.Error(codes.ResourceExhausted, "server busy: too many RPCs waiting")
+	}
 	return status.Error(codes.DeadlineExceeded, "deadline budget too small: "+refusedValue(a))
 }

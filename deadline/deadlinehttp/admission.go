@@ -54,14 +54,28 @@ type Admission struct {
 	// Refusal says whether the request was refused, and why. The zero
 	// value, [RefusalNone], means next ran.
 	Refusal Refusal
+
+	// Learned reports that the route's learned service time was consulted
+	// ([WithLearnedAdmission]): there was an estimate for Budget, resting
+	// on enough samples. Estimate is it: the probability that a request of
+	// the route completes within Budget. Probe reports that it was below
+	// the threshold and the request was admitted anyway, as a probe.
+	Learned  bool
+	Estimate deadline.Estimate
+	Probe    bool
+	// Queued reports that the request waited for a slot
+	// ([WithAdmissionQueue]); QueueWait is how long, until it got one or
+	// was refused.
+	Queued    bool
+	QueueWait time.Duration
 }
 
 // HeaderZero reports whether the header's smallest valid member was an
 // explicit 0: a budget already spent, always refused with [RefusalSpent].
 func (a Admission) HeaderZero() bool { return a.HeaderValid && a.HeaderBudget == 0 }
 
-// Refused reports whether the request was refused with 504 and next was
-// not called.
+// Refused reports whether the request was refused (504, or 503 for
+// [RefusalQueueFull]) and next was not called.
 func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
 
 // Limit says which limit set a request's effective budget ([Admission.Budget]).
@@ -94,4 +108,15 @@ const (
 	// RefusalFloor: the effective budget was above zero but at or below
 	// the server's floor ([WithFloor]): the work could not finish in time.
 	RefusalFloor = deadline.RefusalFloor
+	// RefusalLearned: the effective budget was below what the request's
+	// route very likely needs, as learned from its recent requests
+	// ([WithLearnedAdmission]).
+	RefusalLearned = deadline.RefusalLearned
+	// RefusalQueueTimeout: the request waited for a slot
+	// ([WithAdmissionQueue]) until what was left of its budget could no
+	// longer cover what its route needs, or its request ended.
+	RefusalQueueTimeout = deadline.RefusalQueueTimeout
+	// RefusalQueueFull: the admission queue's backlog was full: answered
+	// 503, without [RefusedHeader].
+	RefusalQueueFull = deadline.RefusalQueueFull
 )

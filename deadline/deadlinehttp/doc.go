@@ -64,6 +64,15 @@
 // only that the budget was too small. [WithAdmission] reports each decision
 // as an [Admission], for telemetry.
 //
+// The floor can also be learned from traffic: with [WithLearnedAdmission]
+// the middleware records each route's service time and refuses at once a
+// request whose budget is below what its route very likely needs; with
+// [WithAdmissionQueue] it runs a bounded number of requests at once, and a
+// request that waits for a slot leaves refused, before starting, as soon as
+// its budget can no longer cover its route's service time. Both adapt
+// [deadline.Admitter], the server's one admission rule, shared with the
+// gRPC interceptors.
+//
 // A handler wrapped by [NewHandler] finds the budget in its request's
 // context, both as a [deadline.Deadline] and as the context's deadline, so
 // a Transport used inside it spends what is left of the same budget: the

@@ -26,7 +26,10 @@ type handlerConfig struct {
 	header    string
 	malformed func(r *http.Request, value string)
 	admission func(r *http.Request, a Admission)
-	bodyRead  bool  // WithBodyReadDeadline
+	bodyRead  bool // WithBodyReadDeadline
+	learned   *deadline.LearnedAdmission
+	route     func(r *http.Request) string
+	queue     *deadline.AdmissionQueue
 	err       error // the first invalid option, returned by NewHandler
 }
 
@@ -147,6 +150,69 @@ func WithBodyReadDeadline() HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.bodyRead = true })
 }
 
+// WithLearnedAdmission makes the middleware learn how long each route's
+// handler takes and refuse at once a request whose effective budget is
+// below what its route very likely needs ([deadline.LearnedAdmission]):
+// the response is 504 with [RefusedHeader], "reason=learned", and next is
+// not called. Every admitted request's service time (next's duration, time
+// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// l.Recorder under its route, as completed, or as cut by its budget when
+// its context ended first; a canceled request or a panic is not recorded.
+//
+// The route is r.Pattern as the request reaches the middleware, which is
+// set when the middleware is registered on a [http.ServeMux] pattern
+// (mux.Handle("GET /items/{id}", h)); to wrap a whole mux, name the route
+// with [WithRoute]. A request whose route is empty is neither checked nor
+// recorded. Until a route has enough samples (l.MinSamples, and the
+// estimator's own minimum) its requests are admitted exactly as without
+// this option. An invalid l (see [deadline.LearnedAdmission]) makes
+// NewHandler return its [*deadline.PolicyError].
+func WithLearnedAdmission(l deadline.LearnedAdmission) HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) { c.learned = &l })
+}
+
+// WithRoute sets how [WithLearnedAdmission] names a request's route: f is
+// called once per request, on its goroutine, before next runs (default:
+// r.Pattern). It must return one of a small set of names (patterns, not
+// paths: the recorder keeps a bounded number of routes), "" for a request
+// not to learn from, e.g. for a wrapped mux:
+//
+//	deadlinehttp.WithRoute(func(r *http.Request) string { _, p := mux.Handler(r); return p })
+//
+// A nil f keeps the default.
+func WithRoute(f func(r *http.Request) string) HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) {
+		if f != nil {
+			c.route = f
+		}
+	})
+}
+
+// WithAdmissionQueue bounds how many requests next runs at once (limit) and
+// how many may wait for a slot (backlog), with a [deadline.AdmissionQueue]:
+// adaptive LIFO, its doc says why. A request that finds every slot taken
+// waits; it is answered 504 with [RefusedHeader], "reason=queue_timeout",
+// without next running, as soon as what is left of its budget could no
+// longer cover what its route needs (the learned service time of
+// [WithLearnedAdmission], else the floor), and left without an answer worth
+// reading when its request ends (the client gone). A request that finds
+// the backlog full is answered 503 Service Unavailable, without
+// [RefusedHeader]: overload, not a budget too small. limit <= 0 or
+// backlog < 0 makes NewHandler return a [*deadline.PolicyError].
+func WithAdmissionQueue(limit, backlog int) HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) {
+		q, err := deadline.NewAdmissionQueue(limit, backlog)
+		switch {
+		case limit <= 0:
+			c.fail("deadlinehttp.WithAdmissionQueue limit", limit, "> 0 requests at once")
+		case err != nil:
+			c.fail("deadlinehttp.WithAdmissionQueue backlog", backlog, ">= 0 waiting requests (0: none wait)")
+		default:
+			c.queue = q
+		}
+	})
+}
+
 // NewHandler returns middleware that gives every request a budget and runs
 // next under it.
 //
@@ -170,8 +236,12 @@ func WithBodyReadDeadline() HandlerOption {
 // zero when nothing is left, whatever the floor) is refused: the response is
 // 504 Gateway Timeout with [RefusedHeader] and a one-line text body that
 // repeats the header ("deadline budget too small: budget-ms=5,
-// floor-ms=20"), and next is not called. Nothing else about the server's
-// configuration appears in any response.
+// floor-ms=20"), and next is not called. So is, with [WithLearnedAdmission],
+// a request whose budget is below what its route very likely needs, and,
+// with [WithAdmissionQueue], one that waited for a slot until it no longer
+// could finish; their header adds the reason ("budget-ms=5, floor-ms=0,
+// reason=learned", "reason=queue_timeout") but nothing of what was learned.
+// Nothing else about the server's configuration appears in any response.
 //
 // Otherwise next runs with a shallow copy of the request whose context
 // carries a [deadline.Deadline] of the effective budget, starting on
@@ -197,8 +267,9 @@ func WithBodyReadDeadline() HandlerOption {
 //
 // NewHandler checks its arguments once, here, never per request: a nil
 // next, WithMaxBudget(d <= 0), WithFloor(d < 0), a floor at or above the
-// maximum (every request would be refused), and a header name that is not an
-// HTTP token. It then returns a nil handler and a [*deadline.PolicyError]
+// maximum (every request would be refused), a header name that is not an
+// HTTP token, an invalid [WithLearnedAdmission] or [WithAdmissionQueue]. It
+// then returns a nil handler and a [*deadline.PolicyError]
 // naming the first problem (errors.Is(err, [deadline.ErrInvalidPolicy])).
 // Nil options are ignored.
 func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) {
@@ -217,28 +288,33 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
+	adm, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	if err != nil {
+		return nil, err
+	}
 	c.header = http.CanonicalHeaderKey(c.header) // looked up in the header map directly
-	return &handler{next: next, cfg: c}, nil
+	return &handler{next: next, cfg: c, adm: adm}, nil
 }
 
 type handler struct {
 	next http.Handler
 	cfg  handlerConfig
+	adm  *deadline.Admitter
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a, d := h.admit(r)
+	a, d, t := h.admit(r)
 	if h.cfg.admission != nil {
 		h.cfg.admission(r, a)
 	}
 	if a.Refused() {
-		refused := "budget-ms=" + refusedMs(a.Budget) + ", floor-ms=" + refusedMs(a.Floor)
-		w.Header().Set(RefusedHeader, refused)
-		http.Error(w, "deadline budget too small: "+refused, http.StatusGatewayTimeout)
+		refuse(w, a)
 		return
 	}
 	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
 	defer cancel()
+	returned := false
+	defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how next ended
 	if h.cfg.bodyRead && r.Body != nil && r.Body != http.NoBody {
 		// ErrNotSupported (a ResponseWriter without the method) leaves the
 		// request as it was, as WithBodyReadDeadline says.
@@ -250,12 +326,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inner.Header.Del(h.cfg.header)
 	}
 	h.next.ServeHTTP(w, inner)
+	returned = true
+}
+
+// refuse answers a refused request: 504 with RefusedHeader when its budget
+// was too small, 503 when the admission queue was full.
+func refuse(w http.ResponseWriter, a Admission) {
+	if !a.Refusal.Budget() {
+		http.Error(w, "server busy: too many requests waiting", http.StatusServiceUnavailable)
+		return
+	}
+	refused := "budget-ms=" + refusedMs(a.Budget) + ", floor-ms=" + refusedMs(a.Floor)
+	if a.Refusal != RefusalSpent && a.Refusal != RefusalFloor {
+		refused += ", reason=" + a.Refusal.String()
+	}
+	w.Header().Set(RefusedHeader, refused)
+	http.Error(w, "deadline budget too small: "+refused, http.StatusGatewayTimeout)
 }
 
 // admit reads the request's budget header and context, and applies the
-// shared admission rule ([deadline.Admit]); d is the deadline next runs
-// under when admitted.
-func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline) {
+// server's admission ([deadline.Admitter]: the shared rule, then what was
+// learned and the queue); d is the deadline next runs under when admitted,
+// t its hold on the admission, to end when next returns.
+func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t deadline.Ticket) {
 	var in deadline.Inbound
 	lines := r.Header[h.cfg.header]
 	a.HeaderPresent = len(lines) > 0
@@ -271,11 +364,20 @@ func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline) {
 		in = deadline.Inbound{Present: l.valid, Budget: l.min}
 	}
 	outer, _ := deadline.FromContext(r.Context())
-	ad := deadline.Admit(in, outer, h.cfg.max, h.cfg.floor)
+	var route string
+	if h.cfg.learned != nil {
+		if h.cfg.route != nil {
+			route = h.cfg.route(r)
+		} else {
+			route = r.Pattern
+		}
+	}
+	ad, t := h.adm.Admit(r.Context(), route, in, outer)
 	a.MaxBudget, a.Floor, a.Budget = ad.MaxBudget, ad.Floor, ad.Budget
 	a.HasContextDeadline, a.ContextRemaining = ad.HasOuter, ad.OuterRemaining
 	a.Limit, a.Refusal = ad.Limit, ad.Refusal
-	return a, ad.Deadline
+	a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait = ad.Learned, ad.Estimate, ad.Probe, ad.Queued, ad.QueueWait
+	return a, ad.Deadline, t
 }
 
 func refusedMs(d time.Duration) string {

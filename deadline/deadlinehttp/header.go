@@ -19,7 +19,11 @@ const DefaultHeader = "Deadline-Budget-Ms"
 // milliseconds, rounded up: the effective budget the request arrived with
 // (after the clamp to the maximum and to the context's deadline; 0 when
 // nothing was left) and the server's floor, e.g. "budget-ms=5, floor-ms=20"
-// or "budget-ms=0, floor-ms=0".
+// or "budget-ms=0, floor-ms=0". A refusal for another reason than the
+// floor adds a token naming it: "budget-ms=80, floor-ms=0, reason=learned"
+// (below what the route very likely needs, [WithLearnedAdmission]) or
+// "reason=queue_timeout" (it waited for a slot until it could no longer
+// finish, [WithAdmissionQueue]).
 //
 // The [Transport] never retries a 504 that carries this header: the next
 // attempt would arrive with even less and be refused again.

@@ -3,6 +3,7 @@ package otelbudgethttp
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -104,7 +105,7 @@ type server struct {
 	clamps   metric.Int64Counter
 	budget   metric.Float64Histogram
 	// Built once, so that recording allocates nothing per request.
-	refusalOpts [deadlinehttp.RefusalFloor + 1][]metric.AddOption
+	refusalOpts [deadlinehttp.RefusalQueueFull + 1][]metric.AddOption
 	limitOpts   [deadlinehttp.LimitContext + 1][]metric.RecordOption
 }
 
@@ -124,7 +125,7 @@ func (s *server) newInstruments(mp metric.MeterProvider) {
 	var nm metricnoop.Meter
 	var err error
 	if s.refusals, err = m.Int64Counter(otelbudget.MetricServerRefusals, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests refused with 504 because their budget was spent or at or below the server's floor.")); err != nil {
+		metric.WithDescription("Requests refused before their handler ran: budget spent, at or below the floor, below what the route needs, run out in the admission queue, or the queue full.")); err != nil {
 		otel.Handle(err)
 		s.refusals, _ = nm.Int64Counter(otelbudget.MetricServerRefusals)
 	}
@@ -139,7 +140,8 @@ func (s *server) newInstruments(mp metric.MeterProvider) {
 		otel.Handle(err)
 		s.budget, _ = nm.Float64Histogram(otelbudget.MetricServerBudget)
 	}
-	for _, r := range []deadlinehttp.Refusal{deadlinehttp.RefusalSpent, deadlinehttp.RefusalFloor} {
+	for _, r := range []deadlinehttp.Refusal{deadlinehttp.RefusalSpent, deadlinehttp.RefusalFloor,
+		deadlinehttp.RefusalLearned, deadlinehttp.RefusalQueueTimeout, deadlinehttp.RefusalQueueFull} {
 		s.refusalOpts[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(otelbudget.AttrServerRefusal.String(r.String())))}
 	}
 	for _, l := range []deadlinehttp.Limit{deadlinehttp.LimitHeader, deadlinehttp.LimitMax, deadlinehttp.LimitContext} {
@@ -167,7 +169,7 @@ func (s *server) admit(r *http.Request, a deadlinehttp.Admission) {
 		return
 	}
 	span.budget = a.Budget
-	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs := make([]attribute.KeyValue, 0, 16)
 	if a.HeaderValid {
 		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.HeaderBudget)))
 	}
@@ -186,11 +188,16 @@ func (s *server) admit(r *http.Request, a deadlinehttp.Admission) {
 	if a.HasContextDeadline {
 		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.ContextRemaining)))
 	}
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
+		errType := otelbudget.ErrorTypeServerRefused
+		if a.Refusal == deadlinehttp.RefusalQueueFull {
+			errType = otelbudget.ErrorTypeServerQueueFull
+		}
 		attrs = append(attrs,
 			otelbudget.AttrServerRefused.Bool(true),
 			otelbudget.AttrServerRefusal.String(a.Refusal.String()),
-			semconv.ErrorTypeKey.String(otelbudget.ErrorTypeServerRefused))
+			semconv.ErrorTypeKey.String(errType))
 	}
 	span.SetAttributes(attrs...)
 	if a.Refused() {
@@ -203,6 +210,13 @@ func refusalDescription(a deadlinehttp.Admission) string {
 	switch {
 	case a.Refusal == deadlinehttp.RefusalFloor:
 		return "budget " + dur(a.Budget) + " at or below the " + dur(a.Floor) + " floor"
+	case a.Refusal == deadlinehttp.RefusalLearned:
+		return "budget " + dur(a.Budget) + " below what the route very likely needs: it completes within it " +
+			strconv.FormatFloat(100*a.Estimate.P, 'f', 1, 64) + "% of the time (" + strconv.FormatUint(a.Estimate.Samples, 10) + " recent samples)"
+	case a.Refusal == deadlinehttp.RefusalQueueTimeout:
+		return "waited " + dur(a.QueueWait) + " for a slot: what was left of the " + dur(a.Budget) + " budget could no longer cover the route's service time"
+	case a.Refusal == deadlinehttp.RefusalQueueFull:
+		return "admission queue full"
 	case a.Limit == deadlinehttp.LimitContext:
 		return "budget spent: the request's context deadline had passed on arrival"
 	default:

@@ -47,7 +47,7 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 	}
 	// The same deadline.server.* keys as the HTTP server composition
 	// (otelbudgethttp.NewHandler), documented in docs/attributes.md.
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 11)
 	if a.HasDeadline {
 		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound)))
 	}
@@ -57,6 +57,7 @@ func annotate(ctx context.Context, _ string, a deadlinegrpc.Admission) {
 		otelbudget.AttrServerLimitedBy.String(a.Limit.String()),
 		otelbudget.AttrServerFloorMs.Int64(ms(a.Floor)),
 	)
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
 		attrs = append(attrs, otelbudget.AttrServerRefused.Bool(true), otelbudget.AttrServerRefusal.String(a.Refusal.String()))
 	}

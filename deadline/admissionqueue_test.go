@@ -1,0 +1,283 @@
+package deadline_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// queued returns an Admitter with a queue of limit slots and backlog
+// waiting calls, a 1s maximum and a 10ms floor, and st's learned service
+// times when st is not nil.
+func queued(t *testing.T, limit, backlog int, st *serviceTimes) *deadline.Admitter {
+	t.Helper()
+	q, err := deadline.NewAdmissionQueue(limit, backlog)
+	require.NoError(t, err)
+	c := deadline.AdmitterConfig{MaxBudget: time.Second, Floor: 10 * time.Millisecond, Queue: q}
+	if st != nil {
+		c.Learned = &deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: 0.05}
+	}
+	g, err := deadline.NewAdmitter(c)
+	require.NoError(t, err)
+	return g
+}
+
+func budget(d time.Duration) deadline.Inbound { return deadline.Inbound{Present: true, Budget: d} }
+
+// outcome is what one call got from the queue, and when.
+type outcome struct {
+	a  deadline.Admission
+	tk deadline.Ticket
+	at time.Duration // since the test's start
+}
+
+// arrive starts a call of route with budget b on its own goroutine, and
+// returns where its outcome will be.
+func arrive(ctx context.Context, g *deadline.Admitter, wg *sync.WaitGroup, b time.Duration) *outcome {
+	o := &outcome{}
+	start := time.Now()
+	wg.Go(func() {
+		o.a, o.tk = g.Admit(ctx, "r", budget(b), deadline.Deadline{})
+		o.at = time.Since(start)
+	})
+	synctest.Wait() // it has its slot, or waits for one
+	return o
+}
+
+func TestQueueLimitsConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 2, 100, nil)
+		var running, most atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				a, tk := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
+				if !assert.False(t, a.Refused(), "refused %s", a.Refusal) {
+					return
+				}
+				n := running.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(10 * time.Millisecond)
+				running.Add(-1)
+				tk.Done(t.Context(), true)
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, int32(2), most.Load(), "never more than the limit at once, and the limit used")
+	})
+}
+
+func TestQueueWaitsForASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 10, nil)
+		var wg sync.WaitGroup
+		first := arrive(t.Context(), g, &wg, time.Second)
+		second := arrive(t.Context(), g, &wg, time.Second)
+		time.Sleep(30 * time.Millisecond)
+		first.tk.Done(t.Context(), true)
+		wg.Wait()
+		assert.False(t, first.a.Queued)
+		assert.False(t, second.a.Refused())
+		assert.True(t, second.a.Queued)
+		assert.Equal(t, 30*time.Millisecond, second.a.QueueWait)
+		assert.Equal(t, time.Second, second.a.Budget, "the budget as it arrived")
+		second.tk.Done(t.Context(), true)
+	})
+}
+
+// TestQueueLeavesWhenItCannotFinish checks that a waiting call leaves the
+// queue as soon as what is left of its budget can no longer cover what the
+// route needs: the floor while nothing is learned, the learned service time
+// once it is.
+func TestQueueLeavesWhenItCannotFinish(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		st    *serviceTimes
+		leave time.Duration
+	}{
+		{"nothing learned: at the deadline less the floor", nil, 290 * time.Millisecond},
+		{"learned: at the deadline less the service time", learned("r", 90), 200 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := queued(t, 1, 10, tt.st)
+				var wg sync.WaitGroup
+				holder := arrive(t.Context(), g, &wg, time.Second)
+				waiter := arrive(t.Context(), g, &wg, 300*time.Millisecond)
+				wg.Wait()
+				assert.Equal(t, deadline.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
+				assert.InDelta(t, float64(tt.leave), float64(waiter.at), float64(2*time.Millisecond), "left at %v", waiter.at)
+				assert.Equal(t, waiter.at, waiter.a.QueueWait)
+				_, waiting := g.Queue().Len()
+				assert.Zero(t, waiting)
+				holder.tk.Done(t.Context(), true)
+				running, _ := g.Queue().Len()
+				assert.Zero(t, running, "the holder's slot is freed, nobody takes it")
+			})
+		})
+	}
+}
+
+func TestQueueLeavesWhenTheRequestEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 10, nil)
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		waiter := arrive(ctx, g, &wg, time.Second)
+		time.Sleep(5 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		assert.Equal(t, deadline.RefusalQueueTimeout, waiter.a.Refusal)
+		assert.Equal(t, 5*time.Millisecond, waiter.at, "at once")
+		_, waiting := g.Queue().Len()
+		assert.Zero(t, waiting)
+		holder.tk.Done(t.Context(), true)
+
+		// A canceled request that finds every slot taken does not wait.
+		holder = arrive(t.Context(), g, &wg, time.Second)
+		a, _ := g.Admit(ctx, "r", budget(time.Second), deadline.Deadline{})
+		assert.Equal(t, deadline.RefusalQueueTimeout, a.Refusal)
+		holder.tk.Done(t.Context(), true)
+		wg.Wait()
+	})
+}
+
+func TestQueueFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 1, nil)
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		waiter := arrive(t.Context(), g, &wg, time.Second)
+		a, _ := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
+		assert.Equal(t, deadline.RefusalQueueFull, a.Refusal, "FIFO: the newcomer is refused")
+		assert.False(t, a.Queued, "refused on arrival: it did not wait")
+		assert.Zero(t, a.QueueWait)
+		holder.tk.Done(t.Context(), true)
+		wg.Wait()
+		assert.False(t, waiter.a.Refused())
+		waiter.tk.Done(t.Context(), true)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 0, nil)
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		a, _ := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
+		assert.Equal(t, deadline.RefusalQueueFull, a.Refusal, "no backlog: nobody waits")
+		holder.tk.Done(t.Context(), true)
+		wg.Wait()
+	})
+}
+
+// TestQueueOrder checks the adaptive LIFO: arrival order while the queue
+// has held waiting calls for less than LIFOAfter, the newest first after.
+func TestQueueOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		release time.Duration // after the first waiter arrived
+		first   int           // the waiter served first
+	}{
+		{"short queue: FIFO", deadline.LIFOAfter - 10*time.Millisecond, 0},
+		{"standing queue: LIFO", deadline.LIFOAfter, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := queued(t, 1, 10, nil)
+				var wg sync.WaitGroup
+				holder := arrive(t.Context(), g, &wg, time.Second)
+				var ws []*outcome
+				for range 3 {
+					ws = append(ws, arrive(t.Context(), g, &wg, time.Second))
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(tt.release - 3*time.Millisecond)
+				holder.tk.Done(t.Context(), true)
+				synctest.Wait()
+				for i, w := range ws {
+					if i == tt.first {
+						assert.False(t, w.a.Refused(), "waiter %d is served", i)
+						assert.Equal(t, tt.release-time.Duration(i)*time.Millisecond, w.a.QueueWait)
+					} else {
+						assert.Zero(t, w.at, "waiter %d still waits", i)
+					}
+				}
+				for range ws { // each Done hands the slot to the next
+					for _, w := range ws {
+						w.tk.Done(t.Context(), true)
+						synctest.Wait()
+					}
+				}
+				wg.Wait()
+				running, waiting := g.Queue().Len()
+				assert.Zero(t, running+waiting)
+			})
+		})
+	}
+}
+
+// TestQueueFullLIFOEvictsTheOldest checks that a standing queue that is
+// full admits a newcomer and refuses its oldest waiting call instead.
+func TestQueueFullLIFOEvictsTheOldest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 2, nil)
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		oldest := arrive(t.Context(), g, &wg, time.Second)
+		time.Sleep(10 * time.Millisecond)
+		middle := arrive(t.Context(), g, &wg, time.Second)
+		time.Sleep(deadline.LIFOAfter)
+		newest := arrive(t.Context(), g, &wg, time.Second)
+		assert.Equal(t, deadline.RefusalQueueFull, oldest.a.Refusal)
+		assert.Equal(t, deadline.LIFOAfter+10*time.Millisecond, oldest.a.QueueWait)
+		holder.tk.Done(t.Context(), true)
+		synctest.Wait()
+		assert.False(t, newest.a.Refused(), "the newest is served first")
+		newest.tk.Done(t.Context(), true)
+		wg.Wait()
+		assert.False(t, middle.a.Refused())
+		middle.tk.Done(t.Context(), true)
+		running, waiting := g.Queue().Len()
+		assert.Zero(t, running+waiting)
+	})
+}
+
+// TestQueueHandOffUnderLoad runs many calls through a small queue with
+// real time and the race detector: every call is served or refused, no
+// slot is lost, nobody is left waiting.
+func TestQueueHandOffUnderLoad(t *testing.T) {
+	g := queued(t, 3, 8, nil)
+	var wg sync.WaitGroup
+	var served, refused atomic.Int32
+	for i := range 200 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if i%7 == 0 {
+				cancel()
+			}
+			a, tk := g.Admit(ctx, "r", budget(time.Duration(1+i%5)*time.Millisecond*20), deadline.Deadline{})
+			if a.Refused() {
+				refused.Add(1)
+				return
+			}
+			served.Add(1)
+			tk.Done(ctx, true)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(200), served.Load()+refused.Load())
+	assert.Positive(t, served.Load())
+	running, waiting := g.Queue().Len()
+	assert.Zero(t, running, "every slot returned")
+	assert.Zero(t, waiting)
+}

@@ -1,0 +1,49 @@
+package deadlinegrpc
+
+import "github.com/deadlinebudget/budget/deadline"
+
+// WithLearnedAdmission makes the server learn how long each method's unary
+// handler takes and refuse at once an RPC whose budget is below what its
+// method very likely needs ([deadline.LearnedAdmission]): DEADLINE_EXCEEDED
+// with [RefusedTrailer] "budget-ms=80, floor-ms=0, reason=learned", and the
+// handler is not called; nothing of what was learned is in the answer.
+// Every admitted unary RPC's service time (the handler's duration, time
+// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// l.Recorder under its full method name, as completed, or as cut by its
+// budget when its context ended first; a canceled RPC or a panic is not
+// recorded. Until a method has enough samples (l.MinSamples, and the
+// estimator's own minimum) its RPCs are admitted exactly as without this
+// option.
+//
+// Streams are admitted by the fixed rule only, never learned nor queued: a
+// stream lasts as long as its conversation, which is not a service time,
+// and a long-lived stream would hold a slot for its whole life. An invalid
+// l makes NewServer return its [*deadline.PolicyError].
+func WithLearnedAdmission(l deadline.LearnedAdmission) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.learned = &l })
+}
+
+// WithAdmissionQueue bounds how many unary RPCs the server's handlers run
+// at once (limit) and how many may wait for a slot (backlog), with a
+// [deadline.AdmissionQueue] (adaptive LIFO: its doc says why). An RPC that
+// finds every slot taken waits; it is answered DEADLINE_EXCEEDED with
+// [RefusedTrailer] "reason=queue_timeout", without the handler running, as
+// soon as what is left of its budget could no longer cover what its method
+// needs (the learned service time of [WithLearnedAdmission], else the
+// floor), or when it ends. An RPC that finds the backlog full is answered
+// RESOURCE_EXHAUSTED without the trailer: overload, not a budget too
+// small. Streams are not queued. limit <= 0 or backlog < 0 makes NewServer
+// return a [*deadline.PolicyError].
+func WithAdmissionQueue(limit, backlog int) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		q, err := deadline.NewAdmissionQueue(limit, backlog)
+		switch {
+		case limit <= 0:
+			c.fail("deadlinegrpc.WithAdmissionQueue limit", limit, "> 0 RPCs at once")
+		case err != nil:
+			c.fail("deadlinegrpc.WithAdmissionQueue backlog", backlog, ">= 0 waiting RPCs (0: none wait)")
+		default:
+			c.queue = q
+		}
+	})
+}
