@@ -190,7 +190,11 @@ type NotEnoughSamplesError struct {
 }
 
 func (e *NotEnoughSamplesError) Error() string {
-	return fmt.Sprintf("learn: step %q: %d samples recorded, %d needed to suggest a ceiling from p%s", e.Step, e.Samples, e.Min, fmtP(e.Quantile))
+	samples := "samples"
+	if e.Samples == 1 {
+		samples = "sample"
+	}
+	return fmt.Sprintf("learn: step %q: %d %s recorded, %d needed to suggest a ceiling from p%s", e.Step, e.Samples, samples, e.Min, fmtP(e.Quantile))
 }
 
 // Is reports whether target is [ErrNotEnoughSamples].

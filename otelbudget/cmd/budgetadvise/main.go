@@ -92,14 +92,23 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
+	var unreadable []error
 	for _, name := range files {
 		if err := readInput(ds, name, stdin); err != nil {
-			ds.note("%s", err)
+			unreadable = append(unreadable, err)
 		}
 	}
 	ds.finish()
 	for _, n := range ds.notes {
 		fmt.Fprintln(stderr, "budgetadvise:", n)
+	}
+	if len(unreadable) > 0 {
+		// A file named but not read would make the advice silently partial.
+		for _, err := range unreadable {
+			fmt.Fprintln(stderr, "budgetadvise:", err)
+		}
+		fmt.Fprintf(stderr, "budgetadvise: %s could not be read: no advice (name only files that exist)\n", plural(len(unreadable), "input"))
+		return 1
 	}
 	if err := nothingRead(ds); err != nil {
 		fmt.Fprintln(stderr, "budgetadvise:", err)

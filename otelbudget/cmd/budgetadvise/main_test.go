@@ -171,7 +171,7 @@ func TestTracesGiveLearnsSuggestion(t *testing.T) {
 	sug, err := learn.Suggest("fetch", &want, learn.SuggestOptions{})
 	require.NoError(t, err)
 	assert.InDelta(t, ms(sug.Ceiling), s.SuggestedCeilingMs, 1e-6, "the same maths as learn")
-	assert.InEpsilon(t, 109.0, s.QuantilesMs["p99"], 0.011, "p99 of 10..110ms within the sketch's error")
+	assert.InEpsilon(t, 109.0, s.CompletedMs["p99"], 0.011, "p99 of 10..110ms within the sketch's error")
 	require.NotNil(t, rep.Budget)
 	assert.Empty(t, rep.Budget.Error)
 	assert.Greater(t, rep.Budget.BudgetMs, 0.0)
@@ -267,12 +267,12 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"empty", nil, 1, "empty: no telemetry to read"},
 		{"blank", []byte("\n \n"), 1, "empty: no telemetry to read"},
-		{"truncated", append(append([]byte{}, good...), good[:len(good)/2]...), 0, "truncated at byte"},
-		{"truncated only", good[:len(good)/2], 1, "truncated at byte"},
+		{"truncated", append(append([]byte{}, good...), good[:len(good)/2]...), 0, "truncated: the object starting on line 2 is incomplete (1 object before it read)"},
+		{"truncated only", good[:len(good)/2], 1, "truncated: the object starting on line 1 is incomplete (0 objects before it read)"},
 		{"not json", []byte("hello\nworld\n"), 1, "not valid JSON telemetry"},
 		{"no project spans", foreignLine, 1, "nothing could be read: no attempt spans"},
 		{"older attribute set", olderLine, 1, "an older otelbudget attribute set?"},
-		{"explicit buckets", explicitLine, 1, "explicit-bucket histogram points, skipped: export it as an exponential histogram"},
+		{"explicit buckets", explicitLine, 1, "deadline.attempt.duration: 1 explicit-bucket histogram point skipped: export it as an exponential histogram"},
 		{"explicit and spans", append(append(append([]byte{}, explicitLine...), '\n'), good...), 0, "explicit-bucket"},
 		{"other json", []byte(`{"a":1}` + "\n[1,2]\n"), 1, "neither OTLP traces or metrics nor stdouttrace spans"},
 	} {
@@ -318,7 +318,7 @@ func TestStdoutExport(t *testing.T) {
 	metric := `{"Resource": [], "ScopeMetrics": []}` + "\n"
 	code, out, errOut := runCmd(t, "-format", "json", "-min-samples", "1", writeFile(t, []byte(span), []byte(span), []byte(metric)))
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "1 stdoutmetric objects skipped")
+	assert.Contains(t, errOut, "1 stdoutmetric object skipped:")
 	var rep report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Len(t, rep.Steps, 1)
