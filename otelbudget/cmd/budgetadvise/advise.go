@@ -24,15 +24,15 @@ type options struct {
 
 // stepReport is the advice for one step from one source.
 type stepReport struct {
-	Step               string         `json:"step"`
-	Source             string         `json:"source"` // traces or metrics
-	Attempts           uint64         `json:"attempts"`
-	Successes          uint64         `json:"successes"`
-	Errors             uint64         `json:"errors"`
-	CeilingTimeouts    uint64         `json:"ceiling_timeouts"`
-	DeadlineCuts       uint64         `json:"deadline_cuts"`
-	SuccessRate        float64        `json:"success_rate"`
-	CeilingTimeoutRate float64        `json:"ceiling_timeout_rate"`
+	Step               string  `json:"step"`
+	Source             string  `json:"source"` // traces or metrics
+	Attempts           uint64  `json:"attempts"`
+	Successes          uint64  `json:"successes"`
+	Errors             uint64  `json:"errors"`
+	CeilingTimeouts    uint64  `json:"ceiling_timeouts"`
+	DeadlineCuts       uint64  `json:"deadline_cuts"`
+	SuccessRate        float64 `json:"success_rate"`
+	CeilingTimeoutRate float64 `json:"ceiling_timeout_rate"`
 	// Completed counts the attempts no limit cut (completed or failed on
 	// their own); CensoredShare is the share of attempts a limit cut
 	// (ceiling timeouts and deadline cuts over attempts).
@@ -45,7 +45,7 @@ type stepReport struct {
 	// KaplanMeierMs is the Kaplan–Meier estimate of the full distribution,
 	// each cut attempt counted as longer than its cut (as learn estimates):
 	// a number, or null for a quantile above the cuts (unknown).
-	KaplanMeierMs map[string]any `json:"kaplan_meier_ms"`
+	KaplanMeierMs      map[string]any `json:"kaplan_meier_ms"`
 	Verdicts           map[string]int `json:"verdicts,omitempty"`
 	CurrentCeilingMs   float64        `json:"current_ceiling_ms,omitempty"`
 	SuggestedCeilingMs float64        `json:"suggested_ceiling_ms,omitempty"`
@@ -75,18 +75,18 @@ type budgetReport struct {
 type report struct {
 	// From and To bound the data: the earliest span start or metric
 	// point start (StartTimeUnixNano), the latest span end or point time.
-	From   time.Time      `json:"from"`
-	To     time.Time      `json:"to"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
 	// Runs counts the traces with call spans (the runs read).
 	Runs int `json:"runs"`
 	// MoreRuns, when a step has too few attempts for a suggestion, says
 	// how many runs would give it enough, and the command that records
 	// them.
-	MoreRuns *moreRuns `json:"more_runs,omitempty"`
-	Steps  []stepReport   `json:"steps"`
-	Budget *budgetReport  `json:"budget,omitempty"`
-	Notes  []string       `json:"notes,omitempty"`
-	Inputs map[string]int `json:"inputs"` // spans and metric points read
+	MoreRuns *moreRuns      `json:"more_runs,omitempty"`
+	Steps    []stepReport   `json:"steps"`
+	Budget   *budgetReport  `json:"budget,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+	Inputs   map[string]int `json:"inputs"` // spans and metric points read
 }
 
 var percentiles = []struct {
@@ -181,7 +181,7 @@ func stepAdvice(name, src string, sd *stepData, o options) stepReport {
 		CeilingTimeouts: h.CeilingTimeouts, DeadlineCuts: h.DeadlineCuts,
 		SuccessRate:        float64(h.Successes) / float64(h.Samples),
 		CeilingTimeoutRate: float64(h.CeilingTimeouts) / float64(h.Samples),
-		Completed: h.Completed(), CensoredShare: float64(h.Censored()) / float64(h.Samples),
+		Completed:          h.Completed(), CensoredShare: float64(h.Censored()) / float64(h.Samples),
 		CompletedMs: map[string]any{}, KaplanMeierMs: map[string]any{}, First: h.First, Last: h.Last, data: sd,
 	}
 	if len(sd.verdicts) > 0 {
