@@ -259,12 +259,24 @@ func TestBadInput(t *testing.T) {
 	explicitLine, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(explicit)
 	require.NoError(t, err)
 
+	wrong := ptrace.NewTraces()
+	wsp := wrong.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	wsp.Attributes().PutInt("deadline.step", 7)
+	wsp.Attributes().PutInt("deadline.attempt.number", 1)
+	wsp.Attributes().PutStr("deadline.attempt.ended_by", "completed")
+	wrongLine, err := (&ptrace.JSONMarshaler{}).MarshalTraces(wrong)
+	require.NoError(t, err)
+	unnamed := traceLine(t, []attempt{{step: "", ended: "completed", d: time.Millisecond}}, nil)
+
 	for _, tc := range []struct {
 		name string
 		in   []byte
 		code int
 		want string
 	}{
+		{"wrong attribute types", wrongLine, 1, "1 span has deadline.step as an int, not a string: the span is skipped"},
+		{"unnamed step", append(append([]byte{}, good...), unnamed...), 0, "1 attempt or call span with an empty deadline.step (a policy without a Name), skipped"},
+		{"explicit buckets on two lines", append(append(append(append([]byte{}, explicitLine...), '\n'), explicitLine...), '\n'), 1, "2 explicit-bucket histogram points skipped"},
 		{"empty", nil, 1, "empty: no telemetry to read"},
 		{"blank", []byte("\n \n"), 1, "empty: no telemetry to read"},
 		{"truncated", append(append([]byte{}, good...), good[:len(good)/2]...), 0, "truncated: the object starting on line 2 is incomplete (1 object before it read)"},
@@ -288,6 +300,14 @@ func TestBadInput(t *testing.T) {
 	code, _, errOut := runCmd(t, filepath.Join(t.TempDir(), "missing.json"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no such file")
+	code, out, errOut := runCmd(t, writeFile(t, good), filepath.Join(t.TempDir(), "missing.json"))
+	assert.Equal(t, 1, code, "a missing file next to a valid one fails")
+	assert.Contains(t, errOut, "no such file")
+	assert.Contains(t, errOut, "1 input could not be read: no advice")
+	assert.Empty(t, out)
+	wrongCode, _, errOut := runCmd(t, writeFile(t, wrongLine))
+	assert.Equal(t, 1, wrongCode)
+	assert.NotContains(t, errOut, "older otelbudget attribute set", "a wrong type is not taken for an older attribute set")
 	code, _, _ = runCmd(t, "-format", "yaml")
 	assert.Equal(t, 2, code)
 	code, _, errOut = runCmd(t, "-target", "1")
@@ -383,4 +403,27 @@ func TestWarnsWhenCutsHideTheTail(t *testing.T) {
 	assert.Equal(t, 100.0, rep.Steps[0].RaiseAboveMs)
 	assert.Zero(t, rep.Steps[0].SuggestedCeilingMs, "no ceiling suggested")
 	assert.Contains(t, rep.Steps[0].NoSuggestion, "raise the ceiling above 100ms")
+}
+
+// One run (the demo's): no empty tables, one line on the runs a
+// suggestion needs and the command that records them.
+func TestSingleRun(t *testing.T) {
+	runs := genRuns("demo", 3, 1, 0, t0)
+	p := writeFile(t, traceLines(t, runs, 1)...)
+	code, out, errOut := runCmd(t, p)
+	require.Equal(t, 0, code, errOut)
+	assert.Less(t, strings.Count(out, "\n"), 30, "a few lines per step:\n%s", out)
+	assert.NotContains(t, out, "│", "no histogram of one attempt")
+	assert.Equal(t, 1, strings.Count(out, "need more runs"), out)
+	assert.Contains(t, out, "need more runs: 1 run read")
+	assert.Contains(t, out, "record about 1000 runs with `make advise RUNS=1000`")
+	assert.NotContains(t, out, "samples recorded", "one line, not one per step")
+
+	code, out, _ = runCmd(t, "-format", "json", p)
+	require.Equal(t, 0, code)
+	var rep report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotNil(t, rep.MoreRuns)
+	assert.Equal(t, 1000, rep.MoreRuns.Runs)
+	assert.Equal(t, "make advise RUNS=1000", rep.MoreRuns.Command)
 }
