@@ -56,6 +56,8 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	fs := flag.NewFlagSet("budgetadvise", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", "text", "text or json")
+	reportFile := fs.String("report", "", "also write the run report, one self-contained HTML page, to this file")
+	reportRuns := fs.Int("report-runs", 5, "the run report draws the waterfall of up to this many failed runs and as many of the slowest others")
 	var o options
 	fs.Float64Var(&o.suggest.Quantile, "quantile", learn.DefaultQuantile, "the quantile a ceiling is derived from, in (0, 1)")
 	fs.Float64Var(&o.suggest.Margin, "margin", learn.DefaultMargin, "multiplies the quantile, >= 1")
@@ -77,6 +79,10 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	}
 	if *format != "text" && *format != "json" {
 		fmt.Fprintf(stderr, "budgetadvise: -format %q: want text or json\n", *format)
+		return 2
+	}
+	if *reportRuns < 0 {
+		fmt.Fprintf(stderr, "budgetadvise: -report-runs %d: want 0 or more\n", *reportRuns)
 		return 2
 	}
 	if !(o.target > 0 && o.target < 1) || o.attempts < 1 {
@@ -125,7 +131,26 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "budgetadvise:", err)
 		return 1
 	}
+	if *reportFile != "" {
+		if err := writeReportFile(*reportFile, rep, ds, *reportRuns); err != nil {
+			fmt.Fprintln(stderr, "budgetadvise: -report:", err)
+			return 1
+		}
+	}
 	return 0
+}
+
+// writeReportFile writes the run report to name.
+func writeReportFile(name string, rep report, ds *dataset, runs int) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(f, rep, ds, runs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func readInput(ds *dataset, name string, stdin io.Reader) error {

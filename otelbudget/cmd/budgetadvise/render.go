@@ -85,18 +85,21 @@ func writeText(w io.Writer, rep report) error {
 	return err
 }
 
-// fmtQuantiles formats the percentiles of q, saying unknown for one that
-// is null.
+// fmtQuantiles formats the percentiles of q; those that are null (from
+// the first on, above the cuts) are named together as unknown.
 func fmtQuantiles(q map[string]any, unknown string) string {
-	var qs []string
+	var known, missing []string
 	for _, p := range percentiles {
 		if v, ok := q[p.name].(float64); ok {
-			qs = append(qs, p.name+" "+fmtMs(v))
+			known = append(known, p.name+" "+fmtMs(v))
 		} else {
-			qs = append(qs, p.name+" "+unknown)
+			missing = append(missing, p.name)
 		}
 	}
-	return strings.Join(qs, ", ")
+	if len(missing) > 0 {
+		known = append(known, strings.Join(missing, ", ")+" "+unknown)
+	}
+	return strings.Join(known, ", ")
 }
 
 // writeHistogram draws s's durations, 4 bins per doubling, completed (█)
