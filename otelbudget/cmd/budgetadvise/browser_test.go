@@ -150,7 +150,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	count := func(sel string) int {
 		t.Helper()
-		n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll(` + strconv.Quote(sel) + `).length`))
+		n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
 		require.NoError(t, err, sel)
 		return n
 	}
@@ -208,4 +208,3 @@ func TestReportInBrowser(t *testing.T) {
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 	}
 }
-
