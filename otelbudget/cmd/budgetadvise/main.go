@@ -18,21 +18,37 @@
 // deadline.attempt.duration exponential histogram, every stream added up:
 // the merge of a fleet's processes, by the Collector or here.
 //
-// Per step and source it prints the attempts, the success rate, p50, p90,
-// p99 and p99.9 of the completed attempts (Kaplan–Meier, as learn), the
-// ceiling-timeout rate, the verdicts, the current and the suggested
-// ceiling, the date range, and a terminal histogram; then the suggested
-// budget of the plan. -format json prints the same for machines.
+// Per step and source it prints the attempts, the success rate, the share
+// cut by a limit (censored), two labelled sets of p50, p90, p99 and p99.9:
+// the completed attempts' own (what a dashboard of their durations shows)
+// and the Kaplan–Meier estimate of the whole distribution (as learn; a
+// quantile above the cuts is unknown and said so), the verdicts, the
+// current and the suggested ceiling, the window and a terminal histogram;
+// then the suggested budget of the plan. The first line gives the data's
+// range (span starts and metric StartTimeUnixNano included). When a step
+// has too few attempts, one line says how many runs would give enough and
+// the command that records them, and no histogram is drawn. -format json
+// prints the same for machines (docs/ceilings.md lists the field names).
+//
+// -report FILE also writes the run report: one self-contained HTML page
+// (inline CSS and SVG, light and dark) with each step's latency against its
+// ceilings, and the waterfall of up to -report-runs failed runs and as many
+// of the slowest others, rebuilt from their traces.
 //
 // What could not be read (an empty or truncated file, no spans of this
-// project, an older attribute set, explicit-bucket histograms) is one line
-// each on stderr. The exit code is 1 only when nothing could be read, 2 on
-// bad flags.
+// project, attributes of the wrong type, unnamed steps, an older attribute
+// set, explicit-bucket histograms) is one line each on stderr. The exit
+// code is 1 when a named input cannot be read or nothing could be read, 2
+// on bad flags.
 //
 // Usage:
 //
-//	budgetadvise [-format text|json] [-quantile 0.99] [-margin 1.2] [-min-samples N]
-//	    [-target 0.99] [-attempts 3] [-backoff-base 50ms] [-backoff-max 400ms] [file ...]
+//	budgetadvise [-format text|json] [-report page.html] [-report-runs 5]
+//	    [-quantile 0.99] [-margin 1.2] [-min-samples N] [-target 0.99]
+//	    [-attempts 3] [-backoff-base 50ms] [-backoff-max 400ms] [file ...]
+//
+// It is its own module: build it from its directory (go run . or go
+// install .), or run the demo and it together with make advise.
 package main
 
 import (
