@@ -83,7 +83,7 @@ func Example_startRun() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case otelbudget.AttrBudgetMs, otelbudget.AttrRunSteps, otelbudget.AttrRunStepVerdicts, otelbudget.AttrRunOutcome:
-				fmt.Printf("%s=%s\n", kv.Key, kv.Value.Emit())
+				fmt.Printf("%s=%s\n", kv.Key, kv.Value.String())
 			}
 		}
 	}
