@@ -59,6 +59,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 1500),
 	}
+	before := goleak.IgnoreCurrent() // the goroutines running before the browser
 	ctx, cancelTimeout := context.WithTimeout(context.Background(), 2*time.Minute)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	tab, cancelTab := chromedp.NewContext(actx)
@@ -66,7 +67,7 @@ func browser(t *testing.T) context.Context {
 		cancelTab()
 		cancelAlloc()
 		cancelTimeout()
-		goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		goleak.VerifyNone(t, before) // the browser and its readers are gone
 	})
 	return tab
 }
