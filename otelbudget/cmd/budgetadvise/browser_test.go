@@ -24,8 +24,8 @@ import (
 )
 
 // chromiumPath is where Debian's chromium package installs the browser
-// (`make browser`).
-const chromiumPath = "/usr/bin/chromium"
+// (`make browser`); a variable for TestNeedChromiumSkipsOutsideCI.
+var chromiumPath = "/usr/bin/chromium"
 
 // screenshotEnv, when set to a path, makes TestReportInBrowser write the
 // report's screenshot there (docs/run-report.png is made so).
@@ -208,4 +208,20 @@ func TestReportInBrowser(t *testing.T) {
 		require.Less(t, len(png), 300<<10, "the screenshot stays under 300 KB")
 		require.NoError(t, os.WriteFile(out, png, 0o644))
 	}
+}
+
+// Without the browser and outside CI, the browser test skips and says why
+// (under CI it fails instead).
+func TestNeedChromiumSkipsOutsideCI(t *testing.T) {
+	saved := chromiumPath
+	t.Cleanup(func() { chromiumPath = saved })
+	chromiumPath = filepath.Join(t.TempDir(), "chromium")
+	t.Setenv("CI", "")
+	var skipped bool
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		needChromium(t)
+		t.Error("needChromium returned without the browser")
+	})
+	assert.True(t, skipped, "skipped outside CI")
 }
