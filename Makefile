@@ -14,7 +14,7 @@ GO_NEWER      ?= go1.27.4
 # visit each of them.
 SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' | sort))
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci browser advise
 
 all: test
 
@@ -36,6 +36,23 @@ test-sub:
 		case $$m in */otlpcheck/collector) (cd $$m && $(GO) vet ./...); continue;; esac; \
 		(cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 $$short ./...); \
 	done
+
+# budgetadvise's report test drives headless Chromium (Debian's chromium).
+test-sub: browser
+
+## browser: Debian's chromium for budgetadvise's browser test; nothing to do
+## when /usr/bin/chromium exists. Outside CI a failed install only warns
+## (the test then skips, saying why); under CI it fails.
+browser:
+	@[ -x /usr/bin/chromium ] || { apt-get update && apt-get install -y --no-install-recommends chromium; } || \
+		{ [ -z "$$CI" ] && echo "make browser: chromium not installed: budgetadvise's browser test will skip"; }
+
+## advise: the demo's learning runs (RUNS of them), exported, then read by
+## budgetadvise: its advice, and the run report in advise-report.html.
+RUNS ?= 1000
+advise:
+	cd examples/tracedemo && $(GO) run . -runs $(RUNS) > $(CURDIR)/advise-runs.json
+	cd otelbudget/cmd/budgetadvise && $(GO) run . -report $(CURDIR)/advise-report.html $(CURDIR)/advise-runs.json
 
 ## test-oldest: otelbudget's SDK tests against the oldest otelhttp the root
 ## module supports (its go.mod's minimum; go.oldest.mod pins it).

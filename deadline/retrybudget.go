@@ -132,7 +132,8 @@ func (b *RetryBudget) Window() time.Duration { return b.window }
 // Balance returns the retries the budget would allow now: ratio × the first
 // attempts of the window + minRate × window − the retries taken and the
 // charges made in it, rounded down. It is negative when charges
-// ([RetryBudget.Charge]) overdrew the budget.
+// ([RetryBudget.Charge]) overdrew the budget, and saturates at math.MaxInt
+// (a minimum rate so large that the allowance does not fit an int).
 func (b *RetryBudget) Balance() int {
 	return b.balance(b.epoch())
 }
@@ -187,7 +188,13 @@ func (b *RetryBudget) balance(e uint32) int {
 	// The small epsilon keeps a product such as 0.2 × 5 from rounding
 	// down to 0.
 	allow := math.Floor(b.ratio*float64(dep) + b.reserve + 1e-9)
-	return int(int64(allow) - int64(wd))
+	// Saturate at the largest int: converting an allowance of 2⁶³ or more
+	// (WithMinRetryRate(1e18) over a 10s window) to int64 would overflow
+	// to a hugely negative balance.
+	if !(allow < 1<<63) {
+		return math.MaxInt
+	}
+	return int(min(int64(allow)-int64(wd), math.MaxInt))
 }
 
 // count is the count a bucket word holds if its epoch is within the window

@@ -428,3 +428,19 @@ func TestRetryBudgetLongRunning(t *testing.T) {
 		fill()
 	})
 }
+
+// A minimum rate so large that its allowance does not fit an int saturates
+// the balance at math.MaxInt instead of overflowing to a negative one, and
+// retries are allowed.
+func TestRetryBudgetBalanceSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, rate := range []float64{1e18, math.MaxFloat64} {
+			b := newBudget(t, deadline.WithRetryRatio(0), deadline.WithMinRetryRate(rate))
+			assert.Equal(t, math.MaxInt, b.Balance(), "rate %g", rate)
+			assert.Equal(t, 3, retries(t, b, 3), "rate %g", rate)
+			assert.Equal(t, math.MaxInt, b.Balance(), "rate %g", rate)
+		}
+		b := newBudget(t, deadline.WithRetryRatio(0), deadline.WithMinRetryRate(1e17)) // 1e18 over 10s: fits
+		assert.Equal(t, int(1e18), b.Balance())
+	})
+}

@@ -17,6 +17,12 @@
 //     retries the shared retry budget denied, and the budget left at the end
 //     of a call (the slack histogram).
 //
+// [Observer.StartRun] adds the span of a whole run of calls under one
+// deadline (an agent's plan): [Run.End] records on it the budget, the time
+// each step spent and its verdict, the step that exhausted the budget, and
+// the run's outcome, so that any tracing backend shows the run's story on
+// its root span.
+//
 // The project's attributes live under the one namespace "deadline." with
 // durations as integer milliseconds named "_ms"; error.type comes from the
 // semantic conventions (v1.43.0) and takes one of a fixed, documented set of

@@ -2,7 +2,6 @@ package learn
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -173,7 +172,7 @@ func (lc *liveConfig) update(s *series, rc *recent, n uint64) {
 			if base <= 0 {
 				base = time.Duration(s.maxCensored.Load())
 			}
-			c := time.Duration(math.Min(2*float64(max(base, 1)), float64(o.Max)))
+			c := min(saturate(2*float64(max(base, 1))), o.Max)
 			s.ceiling.Store(int64(max(c, o.Min)))
 		}
 	}

@@ -201,3 +201,17 @@ func TestLiveHedgeDelay(t *testing.T) {
 		assert.Equal(t, d, hedgeAt, "the hedge started at the learned p95, not the fixed 500ms")
 	})
 }
+
+// The live ceiling of samples whose estimate × margin reaches 2⁶³ ns is
+// Max, not absent.
+func TestLiveCeilingSaturates(t *testing.T) {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Hour, MinSamples: 100}, Every: 10})
+	require.NoError(t, err)
+	for range 200 {
+		rec.Record("x", deadline.EndedCompleted, time.Duration(8e18), t0)
+	}
+	lc, ok := live.Ceiling("x")
+	require.True(t, ok, "a live ceiling is served")
+	assert.Equal(t, time.Hour, lc.Ceiling)
+}

@@ -157,7 +157,7 @@ func Suggest(step string, h *Histogram, o SuggestOptions) (Suggestion, error) {
 // ceilingOf returns est × margin clamped to o's bounds, and which bound
 // applied.
 func ceilingOf(est time.Duration, o SuggestOptions) (time.Duration, string) {
-	c := time.Duration(math.Min(math.Round(float64(est)*o.Margin), math.MaxInt64))
+	c := saturate(math.Round(float64(est) * o.Margin))
 	switch {
 	case o.Max > 0 && c > o.Max:
 		return o.Max, "max"
@@ -165,6 +165,16 @@ func ceilingOf(est time.Duration, o SuggestOptions) (time.Duration, string) {
 		return o.Min, "min"
 	}
 	return c, ""
+}
+
+// saturate converts nanoseconds f to a Duration, saturating at the largest
+// Duration: float64(math.MaxInt64) is 2⁶³, one past it, and converting
+// that (or more) to int64 overflows (to math.MinInt64 on amd64).
+func saturate(f float64) time.Duration {
+	if !(f < 1<<63) {
+		return math.MaxInt64
+	}
+	return time.Duration(f)
 }
 
 // ErrNotEnoughSamples matches every [*NotEnoughSamplesError].
@@ -180,7 +190,11 @@ type NotEnoughSamplesError struct {
 }
 
 func (e *NotEnoughSamplesError) Error() string {
-	return fmt.Sprintf("learn: step %q: %d samples recorded, %d needed to suggest a ceiling from p%s", e.Step, e.Samples, e.Min, fmtP(e.Quantile))
+	samples := "samples"
+	if e.Samples == 1 {
+		samples = "sample"
+	}
+	return fmt.Sprintf("learn: step %q: %d %s recorded, %d needed to suggest a ceiling from p%s", e.Step, e.Samples, samples, e.Min, fmtP(e.Quantile))
 }
 
 // Is reports whether target is [ErrNotEnoughSamples].

@@ -182,3 +182,37 @@ func TestQuantileRefusesWhenCutsHideTheTail(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, p50, 100*time.Millisecond)
 }
+
+// A suggestion whose estimate × margin reaches 2⁶³ ns saturates at the
+// largest Duration (or Max), instead of overflowing the float→int
+// conversion to a negative value read as "below Min".
+func TestSuggestSaturates(t *testing.T) {
+	huge := time.Duration(8e18) // × 1.2 is past 2⁶³ ns
+	var rec learn.Recorder
+	for i := range 1000 {
+		rec.Record("x", deadline.EndedCompleted, huge, t0.Add(time.Duration(i)*time.Second))
+	}
+	for _, tc := range []struct {
+		name    string
+		o       learn.SuggestOptions
+		want    time.Duration
+		clamped string
+	}{
+		{"unbounded", learn.SuggestOptions{}, math.MaxInt64, ""},
+		{"with a minimum", learn.SuggestOptions{Min: time.Second}, math.MaxInt64, ""},
+		{"with a maximum", learn.SuggestOptions{Max: time.Hour}, time.Hour, "max"},
+		{"margin 1", learn.SuggestOptions{Margin: 1}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := rec.Suggest("x", tc.o)
+			require.NoError(t, err)
+			assert.InEpsilon(t, float64(huge), float64(s.Estimate), learn.RelativeError)
+			if tc.want == 0 {
+				assert.Equal(t, s.Estimate, s.Ceiling, "estimate × 1 fits")
+			} else {
+				assert.Equal(t, tc.want, s.Ceiling)
+			}
+			assert.Equal(t, tc.clamped, s.Clamped)
+		})
+	}
+}

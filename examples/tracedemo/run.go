@@ -23,9 +23,6 @@ import (
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgethttp"
 )
 
-// tracerName is the instrumentation scope of the demo's own root span.
-const tracerName = "github.com/deadlinebudget/budget/examples/tracedemo"
-
 // closeTimeout bounds stopping the provider servers: every handler has
 // already returned or is about to, its lease ended.
 const closeTimeout = 5 * time.Second
@@ -225,12 +222,13 @@ func playOver(ctx context.Context, sc scenario, seed uint64, budget time.Duratio
 
 	d := deadline.New(budget)
 	rec := newRecorder(sc, seed, d)
-	ctx, root := tp.Tracer(tracerName).Start(ctx, "agent run", trace.WithAttributes(
+	// The run's span records the budget, each step's time and verdict, the
+	// step that exhausted the budget and the outcome (otelbudget.StartRun).
+	ctx, run := obs.StartRun(ctx, "agent run", d, trace.WithAttributes(
 		attribute.String("tracedemo.scenario", sc.name),
 		attribute.Int64("tracedemo.seed", int64(seed)),
-		otelbudget.AttrBudgetMs.Int64(budget.Milliseconds()),
 	))
-	ctx = deadline.WithHooks(deadline.NewContext(ctx, d), deadline.Compose(rec.hooks(), o.hooks))
+	ctx = deadline.WithHooks(ctx, deadline.Compose(rec.hooks(), o.hooks))
 
 	var failed []error
 	plan := agentPlan()
@@ -254,11 +252,11 @@ func playOver(ctx context.Context, sc scenario, seed uint64, budget time.Duratio
 		cause := failureCause(err)
 		rec.notRun(plan[i+1:], s.name, cause)
 		if i+1 < len(plan) {
-			root.SetAttributes(attribute.String("tracedemo.stopped_at", s.name+": "+cause))
+			run.Span().SetAttributes(attribute.String("tracedemo.stopped_at", s.name+": "+cause))
 		}
 		break
 	}
-	root.End()
+	run.End(errors.Join(failed...))
 	if err := client.close(); err != nil {
 		failed = append(failed, err)
 	}

@@ -28,6 +28,10 @@ type stubSpan struct {
 	Name        string
 	SpanKind    int
 	SpanContext struct{ TraceID string }
+	Attributes  []struct {
+		Key   string
+		Value struct{ Value any }
+	}
 }
 
 // stubMetrics is the part of the stdout metric exporter's JSON a test reads.
@@ -113,6 +117,16 @@ func TestRunDemo(t *testing.T) {
 		}
 		assert.Equal(t, 4, kinds[int(trace.SpanKindClient)], "CLIENT spans")
 		assert.Equal(t, 4, kinds[int(trace.SpanKindServer)], "SERVER spans")
+		runAttrs := map[string]any{}
+		for _, s := range spans {
+			if s.Name == "agent run" {
+				for _, a := range s.Attributes {
+					runAttrs[a.Key] = a.Value.Value
+				}
+			}
+		}
+		assert.Equal(t, "ok", runAttrs[string(otelbudget.AttrRunOutcome)], "the run span's story (otelbudget.StartRun)")
+		assert.Equal(t, []any{"search", "fetch", "extract"}, runAttrs[string(otelbudget.AttrRunSteps)])
 		require.Len(t, metrics, 1, "the metrics are exported once, at the end")
 		assert.Subset(t, metricNames(metrics), []string{
 			otelbudget.MetricCallDuration, otelbudget.MetricAttemptDuration,

@@ -59,3 +59,38 @@ func Example_verdictOf() {
 	// operation_too_slow
 	// deadline_too_small
 }
+
+// A run of two steps under one deadline: the run span records the budget,
+// the steps in order, what each spent, its verdict and the outcome.
+func Example_startRun() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
+
+	d := deadline.New(time.Second)
+	ctx, run := obs.StartRun(context.Background(), "agent run", d)
+	ctx = deadline.WithHooks(ctx, obs.Hooks())
+	for _, step := range []string{"search", "fetch"} {
+		_, _ = deadline.Do(ctx, d, deadline.Policy{Name: step, MaxAttempts: 1}, func(context.Context, deadline.AttemptInfo) (int, error) {
+			return 1, nil
+		})
+	}
+	fmt.Println(run.End(nil))
+	for _, s := range rec.Ended() {
+		if s.Name() != "agent run" {
+			continue
+		}
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case otelbudget.AttrBudgetMs, otelbudget.AttrRunSteps, otelbudget.AttrRunStepVerdicts, otelbudget.AttrRunOutcome:
+				fmt.Printf("%s=%s\n", kv.Key, kv.Value.String())
+			}
+		}
+	}
+	// Output:
+	// ok
+	// deadline.budget_ms=1000
+	// deadline.run.outcome=ok
+	// deadline.run.steps=["search","fetch"]
+	// deadline.run.step_verdicts=["ok","ok"]
+}

@@ -105,6 +105,11 @@ func typeName(v pcommon.Value) string {
 		return "bool"
 	case pcommon.ValueTypeDouble:
 		return "double"
+	case pcommon.ValueTypeSlice:
+		// An array is documented by its elements' type: "string[]".
+		if s := v.Slice(); s.Len() > 0 {
+			return typeName(s.At(0)) + "[]"
+		}
 	}
 	return v.Type().String()
 }

@@ -24,16 +24,28 @@ type options struct {
 
 // stepReport is the advice for one step from one source.
 type stepReport struct {
-	Step               string         `json:"step"`
-	Source             string         `json:"source"` // traces or metrics
-	Attempts           uint64         `json:"attempts"`
-	Successes          uint64         `json:"successes"`
-	Errors             uint64         `json:"errors"`
-	CeilingTimeouts    uint64         `json:"ceiling_timeouts"`
-	DeadlineCuts       uint64         `json:"deadline_cuts"`
-	SuccessRate        float64        `json:"success_rate"`
-	CeilingTimeoutRate float64        `json:"ceiling_timeout_rate"`
-	QuantilesMs        map[string]any `json:"quantiles_ms"` // p50, p90, p99, p99.9: a number, or null when above the cuts
+	Step               string  `json:"step"`
+	Source             string  `json:"source"` // traces or metrics
+	Attempts           uint64  `json:"attempts"`
+	Successes          uint64  `json:"successes"`
+	Errors             uint64  `json:"errors"`
+	CeilingTimeouts    uint64  `json:"ceiling_timeouts"`
+	DeadlineCuts       uint64  `json:"deadline_cuts"`
+	SuccessRate        float64 `json:"success_rate"`
+	CeilingTimeoutRate float64 `json:"ceiling_timeout_rate"`
+	// Completed counts the attempts no limit cut (completed or failed on
+	// their own); CensoredShare is the share of attempts a limit cut
+	// (ceiling timeouts and deadline cuts over attempts).
+	Completed     uint64  `json:"completed"`
+	CensoredShare float64 `json:"censored_share"`
+	// CompletedMs are the completed attempts' own percentiles (p50, p90,
+	// p99, p99.9), what a dashboard of their durations shows: the cut
+	// attempts are left out, so they understate a tail that a ceiling cuts.
+	CompletedMs map[string]any `json:"completed_ms"`
+	// KaplanMeierMs is the Kaplan–Meier estimate of the full distribution,
+	// each cut attempt counted as longer than its cut (as learn estimates):
+	// a number, or null for a quantile above the cuts (unknown).
+	KaplanMeierMs      map[string]any `json:"kaplan_meier_ms"`
 	Verdicts           map[string]int `json:"verdicts,omitempty"`
 	CurrentCeilingMs   float64        `json:"current_ceiling_ms,omitempty"`
 	SuggestedCeilingMs float64        `json:"suggested_ceiling_ms,omitempty"`
@@ -45,6 +57,7 @@ type stepReport struct {
 
 	data *stepData
 	sug  learn.Suggestion
+	err  error // why there is no suggestion
 }
 
 // budgetReport is the suggested budget of the plan.
@@ -60,12 +73,20 @@ type budgetReport struct {
 
 // report is everything budgetadvise prints.
 type report struct {
-	From   time.Time      `json:"from"`
-	To     time.Time      `json:"to"`
-	Steps  []stepReport   `json:"steps"`
-	Budget *budgetReport  `json:"budget,omitempty"`
-	Notes  []string       `json:"notes,omitempty"`
-	Inputs map[string]int `json:"inputs"` // spans and metric points read
+	// From and To bound the data: the earliest span start or metric
+	// point start (StartTimeUnixNano), the latest span end or point time.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Runs counts the traces with call spans (the runs read).
+	Runs int `json:"runs"`
+	// MoreRuns, when a step has too few attempts for a suggestion, says
+	// how many runs would give it enough, and the command that records
+	// them.
+	MoreRuns *moreRuns      `json:"more_runs,omitempty"`
+	Steps    []stepReport   `json:"steps"`
+	Budget   *budgetReport  `json:"budget,omitempty"`
+	Notes    []string       `json:"notes,omitempty"`
+	Inputs   map[string]int `json:"inputs"` // spans and metric points read
 }
 
 var percentiles = []struct {
@@ -101,19 +122,56 @@ func advise(ds *dataset, o options) report {
 			rep.Steps = append(rep.Steps, r)
 		}
 	}
-	for _, s := range rep.Steps {
-		if s.First.IsZero() {
-			continue
-		}
-		if rep.From.IsZero() || s.First.Before(rep.From) {
-			rep.From = s.First
-		}
-		if s.Last.After(rep.To) {
-			rep.To = s.Last
-		}
-	}
+	rep.From, rep.To = ds.from, ds.to
+	rep.Runs = countRuns(ds)
+	rep.MoreRuns = needMoreRuns(rep, o)
 	rep.Budget = planBudget(ds, order, o)
 	return rep
+}
+
+// moreRuns says how many runs a suggestion needs.
+type moreRuns struct {
+	Runs    int    `json:"runs"`    // runs to record in all
+	Step    string `json:"step"`    // the step with the fewest attempts
+	Needed  int    `json:"needed"`  // attempts a suggestion is made from
+	Have    uint64 `json:"have"`    // attempts of that step read
+	Command string `json:"command"` // what records them
+}
+
+// countRuns counts the traces that hold call spans.
+func countRuns(ds *dataset) int {
+	runs := map[[16]byte]bool{}
+	for _, c := range ds.calls {
+		runs[c.trace] = true
+	}
+	return len(runs)
+}
+
+// needMoreRuns returns how many runs the step with the fewest attempts
+// needs for a suggestion, at the attempts per run read (one a run when the
+// runs are not known), or nil when no step lacks samples.
+func needMoreRuns(rep report, o options) *moreRuns {
+	var worst *stepReport
+	var need int
+	for i, s := range rep.Steps {
+		var ne *learn.NotEnoughSamplesError
+		if s.Attempts == 0 || !errors.As(s.err, &ne) {
+			continue
+		}
+		if worst == nil || s.Attempts < worst.Attempts {
+			worst, need = &rep.Steps[i], ne.Min
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	perRun := 1.0
+	if rep.Runs > 0 && worst.Source == "traces" {
+		perRun = max(1, float64(worst.Attempts)/float64(rep.Runs))
+	}
+	runs := int(math.Ceil(float64(need) / perRun))
+	return &moreRuns{Runs: runs, Step: worst.Step, Needed: need, Have: worst.Attempts,
+		Command: fmt.Sprintf("make advise RUNS=%d", runs)}
 }
 
 func stepAdvice(name, src string, sd *stepData, o options) stepReport {
@@ -123,23 +181,26 @@ func stepAdvice(name, src string, sd *stepData, o options) stepReport {
 		CeilingTimeouts: h.CeilingTimeouts, DeadlineCuts: h.DeadlineCuts,
 		SuccessRate:        float64(h.Successes) / float64(h.Samples),
 		CeilingTimeoutRate: float64(h.CeilingTimeouts) / float64(h.Samples),
-		QuantilesMs:        map[string]any{}, First: h.First, Last: h.Last, data: sd,
+		Completed:          h.Completed(), CensoredShare: float64(h.Censored()) / float64(h.Samples),
+		CompletedMs: map[string]any{}, KaplanMeierMs: map[string]any{}, First: h.First, Last: h.Last, data: sd,
 	}
 	if len(sd.verdicts) > 0 {
 		r.Verdicts = sd.verdicts
 	}
 	for _, p := range percentiles {
+		r.KaplanMeierMs[p.name], r.CompletedMs[p.name] = nil, nil
 		if v, err := h.Quantile(p.q); err == nil {
-			r.QuantilesMs[p.name] = ms(v)
-		} else {
-			r.QuantilesMs[p.name] = nil
+			r.KaplanMeierMs[p.name] = ms(v)
+		}
+		if v, err := sd.done.Quantile(p.q); err == nil {
+			r.CompletedMs[p.name] = ms(v)
 		}
 	}
 	if c := mostCommon(sd.ceilings); c > 0 {
 		r.CurrentCeilingMs = ms(c)
 	}
 	sug, err := learn.Suggest(name, h, o.suggest)
-	r.sug = sug
+	r.sug, r.err = sug, err
 	r.Censored = sug.Censored
 	if sug.Censored {
 		r.RaiseAboveMs = ms(sug.RaiseAbove)

@@ -36,12 +36,13 @@ func Example() {
 	code := run(context.Background(), []string{"-min-samples", "100", file}, nil, os.Stdout, os.Stdout)
 	fmt.Println("exit", code)
 	// Output:
-	// budgetadvise: 100 attempt and call spans, 0 attempt-duration points; data from 2026-11-30T12:00:00Z to 2026-11-30T12:01:39Z
+	// budgetadvise: 100 attempt or call spans, 0 attempt-duration points; data from 2026-11-30T12:00:00Z to 2026-11-30T12:01:39Z
 	//
 	// fetch (from traces)
-	//   attempts 100, success 100.0%, errors 0, ceiling timeouts 0 (0.0%), deadline cuts 0
-	//   completed: p50 14.9ms, p90 18.9ms, p99 19.7ms, p99.9 19.7ms
-	//   ceiling: current 100ms, suggested 23.7ms (p99 19.7ms × 1.2)
+	//   attempts 100, success 100.0%, errors 0; cut by a limit 0 (0.0%: ceiling timeouts 0, deadline cuts 0)
+	//   completed attempts' own durations (100): p50 14.9ms, p90 18.9ms, p99 19.7ms, p99.9 19.7ms
+	//   Kaplan–Meier estimate: the same, no attempt was cut
+	//   ceiling: current 100ms, suggested 23.7ms (Kaplan–Meier p99 19.7ms × 1.2)
 	//   window 2026-11-30T12:00:00Z … 2026-11-30T12:01:39Z
 	//   ≤  11.9ms │████████████████████████                 19
 	//   ≤  14.1ms │█████████████████████████████            23

@@ -18,21 +18,37 @@
 // deadline.attempt.duration exponential histogram, every stream added up:
 // the merge of a fleet's processes, by the Collector or here.
 //
-// Per step and source it prints the attempts, the success rate, p50, p90,
-// p99 and p99.9 of the completed attempts (Kaplan–Meier, as learn), the
-// ceiling-timeout rate, the verdicts, the current and the suggested
-// ceiling, the date range, and a terminal histogram; then the suggested
-// budget of the plan. -format json prints the same for machines.
+// Per step and source it prints the attempts, the success rate, the share
+// cut by a limit (censored), two labelled sets of p50, p90, p99 and p99.9:
+// the completed attempts' own (what a dashboard of their durations shows)
+// and the Kaplan–Meier estimate of the whole distribution (as learn; a
+// quantile above the cuts is unknown and said so), the verdicts, the
+// current and the suggested ceiling, the window and a terminal histogram;
+// then the suggested budget of the plan. The first line gives the data's
+// range (span starts and metric StartTimeUnixNano included). When a step
+// has too few attempts, one line says how many runs would give enough and
+// the command that records them, and no histogram is drawn. -format json
+// prints the same for machines (docs/ceilings.md lists the field names).
+//
+// -report FILE also writes the run report: one self-contained HTML page
+// (inline CSS and SVG, light and dark) with each step's latency against its
+// ceilings, and the waterfall of up to -report-runs failed runs and as many
+// of the slowest others, rebuilt from their traces.
 //
 // What could not be read (an empty or truncated file, no spans of this
-// project, an older attribute set, explicit-bucket histograms) is one line
-// each on stderr. The exit code is 1 only when nothing could be read, 2 on
-// bad flags.
+// project, attributes of the wrong type, unnamed steps, an older attribute
+// set, explicit-bucket histograms) is one line each on stderr. The exit
+// code is 1 when a named input cannot be read or nothing could be read, 2
+// on bad flags.
 //
 // Usage:
 //
-//	budgetadvise [-format text|json] [-quantile 0.99] [-margin 1.2] [-min-samples N]
-//	    [-target 0.99] [-attempts 3] [-backoff-base 50ms] [-backoff-max 400ms] [file ...]
+//	budgetadvise [-format text|json] [-report page.html] [-report-runs 5]
+//	    [-quantile 0.99] [-margin 1.2] [-min-samples N] [-target 0.99]
+//	    [-attempts 3] [-backoff-base 50ms] [-backoff-max 400ms] [file ...]
+//
+// It is its own module: build it from its directory (go run . or go
+// install .), or run the demo and it together with make advise.
 package main
 
 import (
@@ -56,6 +72,8 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	fs := flag.NewFlagSet("budgetadvise", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	format := fs.String("format", "text", "text or json")
+	reportFile := fs.String("report", "", "also write the run report, one self-contained HTML page, to this file")
+	reportRuns := fs.Int("report-runs", 5, "the run report draws the waterfall of up to this many failed runs and as many of the slowest others")
 	var o options
 	fs.Float64Var(&o.suggest.Quantile, "quantile", learn.DefaultQuantile, "the quantile a ceiling is derived from, in (0, 1)")
 	fs.Float64Var(&o.suggest.Margin, "margin", learn.DefaultMargin, "multiplies the quantile, >= 1")
@@ -79,6 +97,10 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "budgetadvise: -format %q: want text or json\n", *format)
 		return 2
 	}
+	if *reportRuns < 0 {
+		fmt.Fprintf(stderr, "budgetadvise: -report-runs %d: want 0 or more\n", *reportRuns)
+		return 2
+	}
 	if !(o.target > 0 && o.target < 1) || o.attempts < 1 {
 		fmt.Fprintf(stderr, "budgetadvise: -target %g -attempts %d: want a target in (0, 1) and at least 1 attempt\n", o.target, o.attempts)
 		return 2
@@ -92,14 +114,23 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
+	var unreadable []error
 	for _, name := range files {
 		if err := readInput(ds, name, stdin); err != nil {
-			ds.note("%s", err)
+			unreadable = append(unreadable, err)
 		}
 	}
 	ds.finish()
 	for _, n := range ds.notes {
 		fmt.Fprintln(stderr, "budgetadvise:", n)
+	}
+	if len(unreadable) > 0 {
+		// A file named but not read would make the advice silently partial.
+		for _, err := range unreadable {
+			fmt.Fprintln(stderr, "budgetadvise:", err)
+		}
+		fmt.Fprintf(stderr, "budgetadvise: %s could not be read: no advice (name only files that exist)\n", plural(len(unreadable), "input"))
+		return 1
 	}
 	if err := nothingRead(ds); err != nil {
 		fmt.Fprintln(stderr, "budgetadvise:", err)
@@ -116,7 +147,26 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "budgetadvise:", err)
 		return 1
 	}
+	if *reportFile != "" {
+		if err := writeReportFile(*reportFile, rep, ds, *reportRuns); err != nil {
+			fmt.Fprintln(stderr, "budgetadvise: -report:", err)
+			return 1
+		}
+	}
 	return 0
+}
+
+// writeReportFile writes the run report to name.
+func writeReportFile(name string, rep report, ds *dataset, runs int) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(f, rep, ds, runs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func readInput(ds *dataset, name string, stdin io.Reader) error {

@@ -171,7 +171,7 @@ func TestTracesGiveLearnsSuggestion(t *testing.T) {
 	sug, err := learn.Suggest("fetch", &want, learn.SuggestOptions{})
 	require.NoError(t, err)
 	assert.InDelta(t, ms(sug.Ceiling), s.SuggestedCeilingMs, 1e-6, "the same maths as learn")
-	assert.InEpsilon(t, 109.0, s.QuantilesMs["p99"], 0.011, "p99 of 10..110ms within the sketch's error")
+	assert.InEpsilon(t, 109.0, s.CompletedMs["p99"], 0.011, "p99 of 10..110ms within the sketch's error")
 	require.NotNil(t, rep.Budget)
 	assert.Empty(t, rep.Budget.Error)
 	assert.Greater(t, rep.Budget.BudgetMs, 0.0)
@@ -259,20 +259,32 @@ func TestBadInput(t *testing.T) {
 	explicitLine, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(explicit)
 	require.NoError(t, err)
 
+	wrong := ptrace.NewTraces()
+	wsp := wrong.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	wsp.Attributes().PutInt("deadline.step", 7)
+	wsp.Attributes().PutInt("deadline.attempt.number", 1)
+	wsp.Attributes().PutStr("deadline.attempt.ended_by", "completed")
+	wrongLine, err := (&ptrace.JSONMarshaler{}).MarshalTraces(wrong)
+	require.NoError(t, err)
+	unnamed := traceLine(t, []attempt{{step: "", ended: "completed", d: time.Millisecond}}, nil)
+
 	for _, tc := range []struct {
 		name string
 		in   []byte
 		code int
 		want string
 	}{
+		{"wrong attribute types", wrongLine, 1, "1 span has deadline.step as an int, not a string: the span is skipped"},
+		{"unnamed step", append(append([]byte{}, good...), unnamed...), 0, "1 attempt or call span with an empty deadline.step (a policy without a Name), skipped"},
+		{"explicit buckets on two lines", append(append(append(append([]byte{}, explicitLine...), '\n'), explicitLine...), '\n'), 1, "2 explicit-bucket histogram points skipped"},
 		{"empty", nil, 1, "empty: no telemetry to read"},
 		{"blank", []byte("\n \n"), 1, "empty: no telemetry to read"},
-		{"truncated", append(append([]byte{}, good...), good[:len(good)/2]...), 0, "truncated at byte"},
-		{"truncated only", good[:len(good)/2], 1, "truncated at byte"},
+		{"truncated", append(append([]byte{}, good...), good[:len(good)/2]...), 0, "truncated: the object starting on line 2 is incomplete (1 object before it read)"},
+		{"truncated only", good[:len(good)/2], 1, "truncated: the object starting on line 1 is incomplete (0 objects before it read)"},
 		{"not json", []byte("hello\nworld\n"), 1, "not valid JSON telemetry"},
 		{"no project spans", foreignLine, 1, "nothing could be read: no attempt spans"},
 		{"older attribute set", olderLine, 1, "an older otelbudget attribute set?"},
-		{"explicit buckets", explicitLine, 1, "explicit-bucket histogram points, skipped: export it as an exponential histogram"},
+		{"explicit buckets", explicitLine, 1, "deadline.attempt.duration: 1 explicit-bucket histogram point skipped: export it as an exponential histogram"},
 		{"explicit and spans", append(append(append([]byte{}, explicitLine...), '\n'), good...), 0, "explicit-bucket"},
 		{"other json", []byte(`{"a":1}` + "\n[1,2]\n"), 1, "neither OTLP traces or metrics nor stdouttrace spans"},
 	} {
@@ -288,6 +300,14 @@ func TestBadInput(t *testing.T) {
 	code, _, errOut := runCmd(t, filepath.Join(t.TempDir(), "missing.json"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no such file")
+	code, out, errOut := runCmd(t, writeFile(t, good), filepath.Join(t.TempDir(), "missing.json"))
+	assert.Equal(t, 1, code, "a missing file next to a valid one fails")
+	assert.Contains(t, errOut, "no such file")
+	assert.Contains(t, errOut, "1 input could not be read: no advice")
+	assert.Empty(t, out)
+	wrongCode, _, errOut := runCmd(t, writeFile(t, wrongLine))
+	assert.Equal(t, 1, wrongCode)
+	assert.NotContains(t, errOut, "older otelbudget attribute set", "a wrong type is not taken for an older attribute set")
 	code, _, _ = runCmd(t, "-format", "yaml")
 	assert.Equal(t, 2, code)
 	code, _, errOut = runCmd(t, "-target", "1")
@@ -318,7 +338,7 @@ func TestStdoutExport(t *testing.T) {
 	metric := `{"Resource": [], "ScopeMetrics": []}` + "\n"
 	code, out, errOut := runCmd(t, "-format", "json", "-min-samples", "1", writeFile(t, []byte(span), []byte(span), []byte(metric)))
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "1 stdoutmetric objects skipped")
+	assert.Contains(t, errOut, "1 stdoutmetric object skipped:")
 	var rep report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Len(t, rep.Steps, 1)
@@ -342,6 +362,7 @@ func FuzzRead(f *testing.F) {
 			rep := advise(ds, options{suggest: learn.SuggestOptions{MinSamples: 1}, target: 0.99, attempts: 3})
 			_ = writeText(&bytes.Buffer{}, rep)
 			_ = writeJSON(&bytes.Buffer{}, rep)
+			_ = writeReport(&bytes.Buffer{}, rep, ds, 3)
 		}
 	})
 }
@@ -383,4 +404,27 @@ func TestWarnsWhenCutsHideTheTail(t *testing.T) {
 	assert.Equal(t, 100.0, rep.Steps[0].RaiseAboveMs)
 	assert.Zero(t, rep.Steps[0].SuggestedCeilingMs, "no ceiling suggested")
 	assert.Contains(t, rep.Steps[0].NoSuggestion, "raise the ceiling above 100ms")
+}
+
+// One run (the demo's): no empty tables, one line on the runs a
+// suggestion needs and the command that records them.
+func TestSingleRun(t *testing.T) {
+	runs := genRuns("demo", 3, 1, 0, t0)
+	p := writeFile(t, traceLines(t, runs, 1)...)
+	code, out, errOut := runCmd(t, p)
+	require.Equal(t, 0, code, errOut)
+	assert.Less(t, strings.Count(out, "\n"), 30, "a few lines per step:\n%s", out)
+	assert.NotContains(t, out, "│", "no histogram of one attempt")
+	assert.Equal(t, 1, strings.Count(out, "need more runs"), out)
+	assert.Contains(t, out, "need more runs: 1 run read")
+	assert.Contains(t, out, "record about 1000 runs with `make advise RUNS=1000`")
+	assert.NotContains(t, out, "samples recorded", "one line, not one per step")
+
+	code, out, _ = runCmd(t, "-format", "json", p)
+	require.Equal(t, 0, code)
+	var rep report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotNil(t, rep.MoreRuns)
+	assert.Equal(t, 1000, rep.MoreRuns.Runs)
+	assert.Equal(t, "make advise RUNS=1000", rep.MoreRuns.Command)
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +27,8 @@ import (
 // stepData is what was read about one step from one source (spans or
 // metrics).
 type stepData struct {
-	hist     learn.Histogram
+	hist     learn.Histogram      // every attempt, cut ones censored: the Kaplan–Meier estimate
+	done     learn.Histogram      // the attempts no limit cut: their own percentiles
 	bins     map[int32]*[2]uint64 // display bins (scale 2): completed, censored
 	verdicts map[string]int
 	ceilings map[time.Duration]uint64 // the attempts' configured ceilings
@@ -48,6 +52,9 @@ func (s *stepData) add(ended deadline.EndedBy, d time.Duration, at time.Time, n 
 		return // canceled, panic: not recorded, as learn does
 	}
 	addN(&s.hist, &one, n)
+	if one.Censored() == 0 {
+		addN(&s.done, &one, n)
+	}
 	b := displayBin(d)
 	if s.bins[b] == nil {
 		s.bins[b] = new([2]uint64)
@@ -92,13 +99,31 @@ type dataset struct {
 	objects        int      // JSON objects read
 	points         []metricPoint
 	calls          []callSpan
-	spansSeen      int // spans of this project read
-	pointsSeen     int // exponential-histogram points of deadline.attempt.duration read
-	older          int // spans of an older attribute set
+	spansSeen      int            // spans of this project read
+	pointsSeen     int            // exponential-histogram points of deadline.attempt.duration read
+	older          int            // spans of an older attribute set
+	unnamed        int            // attempt or call spans whose deadline.step is ""
+	wrongType      map[string]int // "deadline.step is an int": spans skipped or attributes ignored for it
+	explicit       int            // explicit-bucket points of deadline.attempt.duration
+	badUnit        int            // deadline.attempt.duration metrics of a unit not read
+	traced         []spanView     // every span of this project, for the run report
+	from, to       time.Time      // the range the data covers
+}
+
+// cover widens the data's range to [a, b]; a zero or pre-1970 time (an
+// unset timestamp) is not a bound.
+func (ds *dataset) cover(a, b time.Time) {
+	epoch := time.Unix(0, 0)
+	if a.After(epoch) && (ds.from.IsZero() || a.Before(ds.from)) {
+		ds.from = a
+	}
+	if b.After(epoch) && b.After(ds.to) {
+		ds.to = b
+	}
 }
 
 func newDataset() *dataset {
-	return &dataset{spans: map[string]*stepData{}, metrics: map[string]*stepData{}}
+	return &dataset{spans: map[string]*stepData{}, metrics: map[string]*stepData{}, wrongType: map[string]int{}}
 }
 
 func (ds *dataset) step(src map[string]*stepData, name string) *stepData {
@@ -124,6 +149,7 @@ type callSpan struct {
 type metricPoint struct {
 	key      string // the stream: resource, scope, attributes, start time
 	delta    bool
+	start    time.Time // StartTimeUnixNano: the data covers [start, at]
 	at       time.Time
 	step     string
 	ended    deadline.EndedBy
@@ -148,20 +174,26 @@ func (ds *dataset) read(name string, r io.Reader) error {
 		ds.note("%s: empty: no telemetry to read", name)
 		return nil
 	}
-	var stdoutMetrics, unknown, bad int
+	var stdoutMetrics, unknown, bad, objects, firstBad int
+	lineOf := func(off int) int { return 1 + bytes.Count(data[:off], []byte("\n")) }
 	rest := data
 	for len(bytes.TrimSpace(rest)) > 0 {
+		off := len(data) - len(rest)
 		dec := json.NewDecoder(bytes.NewReader(rest))
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if err != nil {
-			off := len(data) - len(rest)
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				ds.note("%s: truncated at byte %d: the last object is incomplete (what came before it is read)", name, off+int(dec.InputOffset()))
+				// Name the line the incomplete object starts on.
+				lead := len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
+				ds.note("%s: truncated: the object starting on line %d is incomplete (%s before it read)", name, lineOf(off+lead), plural(objects, "object"))
 				break
 			}
 			// Skip to the next line and try again.
 			bad++
+			if firstBad == 0 {
+				firstBad = lineOf(off + len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
+			}
 			i := bytes.IndexByte(rest[1:], '\n')
 			if i < 0 {
 				break
@@ -171,11 +203,13 @@ func (ds *dataset) read(name string, r io.Reader) error {
 		}
 		rest = rest[dec.InputOffset():]
 		ds.objects++
+		objects++
 		switch kind := objectKind(raw); kind {
 		case "traces":
 			td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(raw)
 			if err != nil {
 				bad++
+				firstBad = cmp.Or(firstBad, lineOf(off))
 				continue
 			}
 			ds.addTraces(td)
@@ -183,12 +217,14 @@ func (ds *dataset) read(name string, r io.Reader) error {
 			md, err := (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics(raw)
 			if err != nil {
 				bad++
+				firstBad = cmp.Or(firstBad, lineOf(off))
 				continue
 			}
 			ds.addMetrics(md)
 		case "stdouttrace":
 			if err := ds.addStdoutSpan(raw); err != nil {
 				bad++
+				firstBad = cmp.Or(firstBad, lineOf(off))
 			}
 		case "stdoutmetric":
 			stdoutMetrics++
@@ -197,15 +233,27 @@ func (ds *dataset) read(name string, r io.Reader) error {
 		}
 	}
 	if bad > 0 {
-		ds.note("%s: %d objects or lines are not valid JSON telemetry and were skipped", name, bad)
+		ds.note("%s: %s not valid JSON telemetry, skipped (the first on line %d)", name, plural(bad, "line or object is", "lines or objects are"), firstBad)
 	}
 	if unknown > 0 {
-		ds.note("%s: %d JSON objects are neither OTLP traces or metrics nor stdouttrace spans, skipped", name, unknown)
+		ds.note("%s: %s neither OTLP traces or metrics nor stdouttrace spans, skipped", name, plural(unknown, "JSON object is", "JSON objects are"))
 	}
 	if stdoutMetrics > 0 {
-		ds.note("%s: %d stdoutmetric objects skipped: the stdout metric exporter's JSON is not OTLP and does not say which aggregation a point is; export metrics with OTLP to read them", name, stdoutMetrics)
+		ds.note("%s: %s skipped: the stdout metric exporter's JSON is not OTLP and does not say which aggregation a point is; export metrics with OTLP to read them", name, plural(stdoutMetrics, "stdoutmetric object"))
 	}
 	return nil
+}
+
+// plural returns "1 span", "2 spans"; with a second form, the plural is
+// that: plural(n, "object is", "objects are").
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", one)
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // objectKind tells what a JSON object is by its top-level keys.
@@ -230,9 +278,31 @@ func objectKind(raw json.RawMessage) string {
 // spanView is what budgetadvise reads of a span, from OTLP or stdouttrace.
 type spanView struct {
 	trace      pcommon.TraceID
+	id, parent pcommon.SpanID
 	name       string
 	start, end time.Time
-	attrs      map[string]any // string, int64, float64, bool
+	attrs      map[string]any // string, int64, float64, bool, or otherType
+}
+
+// otherType stands for an attribute value of a type budgetadvise does not
+// read (a slice, a map, bytes): its name.
+type otherType string
+
+// typeName names the type of an attribute value as OTLP does.
+func typeName(v any) string {
+	switch v := v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an int"
+	case float64:
+		return "a double"
+	case bool:
+		return "a bool"
+	case otherType:
+		return string(v)
+	}
+	return "unknown"
 }
 
 func (sv spanView) str(k attribute) string {
@@ -250,6 +320,11 @@ func (sv spanView) int(k attribute) (int64, bool) {
 	return 0, false
 }
 
+func (sv spanView) bool(k attribute) (bool, bool) {
+	v, ok := sv.attrs[string(k)].(bool)
+	return v, ok
+}
+
 type attribute string
 
 var (
@@ -263,6 +338,17 @@ var (
 	attrNumber      = attribute(otelbudget.AttrAttemptNumber)
 )
 
+// wantString and wantNumber are the types of the attributes read: a value
+// of another type is diagnosed, not taken for a missing attribute.
+var (
+	wantString = []attribute{attrStep, attrEndedBy, attrVerdict,
+		attribute(otelbudget.AttrAttemptLimitedBy), attribute(otelbudget.AttrStopReason),
+		attribute(otelbudget.AttrBackoffSource), attribute(otelbudget.AttrRunOutcome)}
+	wantNumber = []attribute{attrGrantedMs, attrCeilingMs, attrMaxAttempts, attrFloorMs, attrNumber,
+		attribute(otelbudget.AttrBudgetMs), attribute(otelbudget.AttrRemainingAtStartMs), attribute(otelbudget.AttrRemainingMs),
+		attribute(otelbudget.AttrAttempts), attribute(otelbudget.AttrBackoffDelayMs), attribute(otelbudget.AttrRetryAfterMs)}
+)
+
 func (ds *dataset) addTraces(td ptrace.Traces) {
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
@@ -271,7 +357,8 @@ func (ds *dataset) addTraces(td ptrace.Traces) {
 			spans := sss.At(j).Spans()
 			for k := range spans.Len() {
 				sp := spans.At(k)
-				sv := spanView{trace: sp.TraceID(), name: sp.Name(), start: sp.StartTimestamp().AsTime(), end: sp.EndTimestamp().AsTime(), attrs: map[string]any{}}
+				sv := spanView{trace: sp.TraceID(), id: sp.SpanID(), parent: sp.ParentSpanID(), name: sp.Name(),
+					start: sp.StartTimestamp().AsTime(), end: sp.EndTimestamp().AsTime(), attrs: map[string]any{}}
 				for key, v := range sp.Attributes().All() {
 					if !strings.HasPrefix(key, "deadline.") {
 						continue
@@ -285,6 +372,14 @@ func (ds *dataset) addTraces(td ptrace.Traces) {
 						sv.attrs[key] = v.Double()
 					case pcommon.ValueTypeBool:
 						sv.attrs[key] = v.Bool()
+					case pcommon.ValueTypeSlice:
+						sv.attrs[key] = otherType("an array")
+					case pcommon.ValueTypeMap:
+						sv.attrs[key] = otherType("a map")
+					case pcommon.ValueTypeBytes:
+						sv.attrs[key] = otherType("bytes")
+					default:
+						sv.attrs[key] = otherType("empty")
 					}
 				}
 				ds.addSpan(sv)
@@ -294,16 +389,53 @@ func (ds *dataset) addTraces(td ptrace.Traces) {
 }
 
 // olderNoted says what spans of an older attribute set are.
-const olderNoted = "spans carry deadline.step or deadline.attempt.number but neither deadline.attempt.ended_by nor deadline.verdict: an older otelbudget attribute set? They are skipped"
+const olderNoted = "carry deadline.step or deadline.attempt.number but neither deadline.attempt.ended_by nor deadline.verdict: an older otelbudget attribute set? They are skipped"
+
+// typesOK reports whether sv's attributes have the types read, counting
+// each one that does not in ds.wrongType. Only a wrong step, ended_by or
+// verdict makes the span unreadable; another is ignored.
+func (ds *dataset) typesOK(sv spanView) bool {
+	ok := true
+	for _, k := range wantString {
+		if v, has := sv.attrs[string(k)]; has {
+			if _, isStr := v.(string); !isStr {
+				what := "the attribute is ignored"
+				if k == attrStep || k == attrEndedBy || k == attrVerdict {
+					what, ok = "the span is skipped", false
+				}
+				ds.wrongType[fmt.Sprintf("%s as %s, not a string: %s", k, typeName(v), what)]++
+			}
+		}
+	}
+	for _, k := range wantNumber {
+		if v, has := sv.attrs[string(k)]; has {
+			switch v.(type) {
+			case int64, float64:
+			default:
+				ds.wrongType[fmt.Sprintf("%s as %s, not an int: the attribute is ignored", k, typeName(v))]++
+				delete(sv.attrs, string(k))
+			}
+		}
+	}
+	return ok
+}
 
 func (ds *dataset) addSpan(sv spanView) {
 	if len(sv.attrs) == 0 {
 		return // not this project's
 	}
+	if !ds.typesOK(sv) {
+		return
+	}
+	ds.traced = append(ds.traced, sv)
+	ds.cover(sv.start, sv.end)
+	_, hasStep := sv.attrs[string(attrStep)]
 	step := sv.str(attrStep)
 	ended := sv.str(attrEndedBy)
 	verdict := sv.str(attrVerdict)
 	switch {
+	case hasStep && step == "" && (ended != "" || verdict != ""):
+		ds.unnamed++
 	case step != "" && ended != "":
 		ds.spansSeen++
 		sd := ds.step(ds.spans, step)
@@ -339,7 +471,8 @@ func (ds *dataset) addSpan(sv spanView) {
 // stdoutSpan is the part of stdouttrace's SpanStub JSON budgetadvise reads.
 type stdoutSpan struct {
 	Name        string
-	SpanContext struct{ TraceID string }
+	SpanContext struct{ TraceID, SpanID string }
+	Parent      struct{ SpanID string }
 	StartTime   time.Time
 	EndTime     time.Time
 	Attributes  []struct {
@@ -360,6 +493,7 @@ func (ds *dataset) addStdoutSpan(raw json.RawMessage) error {
 	if id, err := hexTraceID(s.SpanContext.TraceID); err == nil {
 		sv.trace = id
 	}
+	sv.id, sv.parent = hexSpanID(s.SpanContext.SpanID), hexSpanID(s.Parent.SpanID)
 	for _, a := range s.Attributes {
 		if !strings.HasPrefix(a.Key, "deadline.") {
 			continue
@@ -385,10 +519,28 @@ func (ds *dataset) addStdoutSpan(raw json.RawMessage) error {
 			if json.Unmarshal(a.Value.Value, &v) == nil {
 				sv.attrs[a.Key] = v
 			}
+		default:
+			sv.attrs[a.Key] = otherType("an array")
 		}
 	}
 	ds.addSpan(sv)
 	return nil
+}
+
+// hexSpanID parses a span ID in hex; the zero ID when s is not one.
+func hexSpanID(s string) pcommon.SpanID {
+	var id pcommon.SpanID
+	if len(s) != 16 {
+		return id
+	}
+	for i := range 8 {
+		b, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return pcommon.SpanID{}
+		}
+		id[i] = byte(b)
+	}
+	return id
 }
 
 func hexTraceID(s string) (pcommon.TraceID, error) {
@@ -423,7 +575,6 @@ func unitNanos(unit string) (float64, bool) {
 
 func (ds *dataset) addMetrics(md pmetric.Metrics) {
 	rms := md.ResourceMetrics()
-	var explicit, badUnit int
 	for i := range rms.Len() {
 		rm := rms.At(i)
 		res := attrKey(rm.Resource().Attributes())
@@ -438,7 +589,7 @@ func (ds *dataset) addMetrics(md pmetric.Metrics) {
 				}
 				switch m.Type() {
 				case pmetric.MetricTypeHistogram:
-					explicit += m.Histogram().DataPoints().Len()
+					ds.explicit += m.Histogram().DataPoints().Len()
 					continue
 				case pmetric.MetricTypeExponentialHistogram:
 				default:
@@ -446,7 +597,7 @@ func (ds *dataset) addMetrics(md pmetric.Metrics) {
 				}
 				unit, ok := unitNanos(m.Unit())
 				if !ok {
-					badUnit++
+					ds.badUnit++
 					continue
 				}
 				eh := m.ExponentialHistogram()
@@ -459,7 +610,7 @@ func (ds *dataset) addMetrics(md pmetric.Metrics) {
 					ds.pointsSeen++
 					ds.points = append(ds.points, metricPoint{
 						key:   res + "|" + sm.Scope().Name() + "|" + attrKey(dp.Attributes()) + "|" + strconv.FormatInt(int64(dp.StartTimestamp()), 10),
-						delta: delta, at: dp.Timestamp().AsTime(), step: step.Str(), ended: parseEndedBy(ended.Str()),
+						delta: delta, start: dp.StartTimestamp().AsTime(), at: dp.Timestamp().AsTime(), step: step.Str(), ended: parseEndedBy(ended.Str()),
 						unit: unit, scale: dp.Scale(), zero: dp.ZeroCount(),
 						offset: dp.Positive().Offset(), counts: dp.Positive().BucketCounts().AsRaw(),
 						negative: sumCounts(dp.Negative().BucketCounts().AsRaw()),
@@ -467,12 +618,6 @@ func (ds *dataset) addMetrics(md pmetric.Metrics) {
 				}
 			}
 		}
-	}
-	if explicit > 0 {
-		ds.note("%s has %d explicit-bucket histogram points, skipped: export it as an exponential histogram (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram)", otelbudget.MetricAttemptDuration, explicit)
-	}
-	if badUnit > 0 {
-		ds.note("%s: %d metrics with a unit other than s, ms, us or ns, skipped", otelbudget.MetricAttemptDuration, badUnit)
 	}
 }
 
@@ -515,22 +660,50 @@ func (ds *dataset) finish() {
 		all = append(all, p)
 	}
 	var negative uint64
+	var unnamed int
 	for _, p := range all {
 		if p.step == "" {
+			unnamed++
 			continue
 		}
+		ds.cover(p.start, p.at)
 		sd := ds.step(ds.metrics, p.step)
 		sd.add(p.ended, 0, p.at, p.zero)
 		negative += p.negative
 		for i, c := range p.counts {
 			sd.add(p.ended, bucketValue(p.scale, p.offset+int32(i), p.unit), p.at, c)
 		}
+		// The point covers [start, at]: the data's range starts at start
+		// (a cumulative stream's first sample may be as old as that).
+		if p.start.After(time.Unix(0, 0)) {
+			for _, h := range []*learn.Histogram{&sd.hist, &sd.done} {
+				if h.Samples > 0 && p.start.Before(h.First) {
+					h.First = p.start
+				}
+			}
+		}
+	}
+	if ds.explicit > 0 {
+		ds.note("%s: %s skipped: export it as an exponential histogram (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram)",
+			otelbudget.MetricAttemptDuration, plural(ds.explicit, "explicit-bucket histogram point"))
+	}
+	if ds.badUnit > 0 {
+		ds.note("%s: %s with a unit other than s, ms, us or ns, skipped", otelbudget.MetricAttemptDuration, plural(ds.badUnit, "metric"))
+	}
+	if unnamed > 0 {
+		ds.note("%s: %s with an empty deadline.step (a policy without a Name), skipped: name the policy to get advice for it", otelbudget.MetricAttemptDuration, plural(unnamed, "point"))
+	}
+	if ds.unnamed > 0 {
+		ds.note("%s with an empty deadline.step (a policy without a Name), skipped: name the policy to get advice for it", plural(ds.unnamed, "attempt or call span"))
+	}
+	for _, k := range slices.Sorted(maps.Keys(ds.wrongType)) {
+		ds.note("%s %s (docs/attributes.md gives each key's type)", plural(ds.wrongType[k], "span has", "spans have"), k)
 	}
 	if negative > 0 {
 		ds.note("%s: %d negative durations ignored", otelbudget.MetricAttemptDuration, negative)
 	}
 	if ds.older > 0 {
-		ds.note("%d %s", ds.older, olderNoted)
+		ds.note("%s %s", plural(ds.older, "span", "spans"), olderNoted)
 	}
 }
 

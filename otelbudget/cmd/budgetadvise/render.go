@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // barWidth is the width of the longest bar of the terminal histogram.
@@ -22,25 +25,24 @@ func writeJSON(w io.Writer, rep report) error {
 
 func writeText(w io.Writer, rep report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "budgetadvise: %d attempt and call spans, %d attempt-duration points; data from %s to %s\n",
-		rep.Inputs["spans"], rep.Inputs["metric_points"], rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "budgetadvise: %s, %s; data from %s to %s\n",
+		plural(rep.Inputs["spans"], "attempt or call span"), plural(rep.Inputs["metric_points"], "attempt-duration point"),
+		rep.From.UTC().Format(time.RFC3339), rep.To.UTC().Format(time.RFC3339))
 	for _, s := range rep.Steps {
 		fmt.Fprintf(&b, "\n%s (from %s)\n", s.Step, s.Source)
 		if s.Attempts == 0 {
 			fmt.Fprintf(&b, "  verdicts %s; %s\n", fmtCounts(s.Verdicts), s.NoSuggestion)
 			continue
 		}
-		fmt.Fprintf(&b, "  attempts %d, success %.1f%%, errors %d, ceiling timeouts %d (%.1f%%), deadline cuts %d\n",
-			s.Attempts, 100*s.SuccessRate, s.Errors, s.CeilingTimeouts, 100*s.CeilingTimeoutRate, s.DeadlineCuts)
-		var qs []string
-		for _, p := range percentiles {
-			if v, ok := s.QuantilesMs[p.name].(float64); ok {
-				qs = append(qs, p.name+" "+fmtMs(v))
-			} else {
-				qs = append(qs, p.name+" above the cuts")
-			}
+		fmt.Fprintf(&b, "  attempts %d, success %.1f%%, errors %d; cut by a limit %d (%.1f%%: ceiling timeouts %d, deadline cuts %d)\n",
+			s.Attempts, 100*s.SuccessRate, s.Errors, s.Attempts-s.Completed, 100*s.CensoredShare, s.CeilingTimeouts, s.DeadlineCuts)
+		fmt.Fprintf(&b, "  completed attempts' own durations (%d): %s\n", s.Completed, fmtQuantiles(s.CompletedMs, "none"))
+		if s.Completed == s.Attempts {
+			fmt.Fprintf(&b, "  Kaplan–Meier estimate: the same, no attempt was cut\n")
+		} else {
+			fmt.Fprintf(&b, "  Kaplan–Meier estimate of all %d (a cut one counts as longer than its cut): %s\n",
+				s.Attempts, fmtQuantiles(s.KaplanMeierMs, "unknown (above the cuts)"))
 		}
-		fmt.Fprintf(&b, "  completed: %s\n", strings.Join(qs, ", "))
 		if len(s.Verdicts) > 0 {
 			fmt.Fprintf(&b, "  verdicts %s\n", fmtCounts(s.Verdicts))
 		}
@@ -48,25 +50,56 @@ func writeText(w io.Writer, rep report) error {
 		if s.CurrentCeilingMs > 0 {
 			cur = fmtMs(s.CurrentCeilingMs)
 		}
-		if s.NoSuggestion != "" {
+		var ne *learn.NotEnoughSamplesError
+		switch {
+		case errors.As(s.err, &ne):
+			fmt.Fprintf(&b, "  ceiling: current %s, none suggested: %d of the %d attempts needed\n", cur, ne.Samples, ne.Min)
+		case s.NoSuggestion != "":
 			fmt.Fprintf(&b, "  ceiling: current %s, no suggestion: %s\n", cur, s.NoSuggestion)
-		} else {
-			fmt.Fprintf(&b, "  ceiling: current %s, suggested %s (p%g %s × %g)\n", cur, fmtMs(s.SuggestedCeilingMs),
+		default:
+			fmt.Fprintf(&b, "  ceiling: current %s, suggested %s (Kaplan–Meier p%g %s × %g)\n", cur, fmtMs(s.SuggestedCeilingMs),
 				100*s.sug.Quantile, fmtMs(ms(s.sug.Estimate)), s.sug.Margin)
 		}
 		fmt.Fprintf(&b, "  window %s … %s\n", s.First.UTC().Format(time.RFC3339), s.Last.UTC().Format(time.RFC3339))
-		writeHistogram(&b, s)
+		if ne == nil {
+			// Too few attempts draw a table of empty rows: none then.
+			writeHistogram(&b, s)
+		}
+	}
+	if m := rep.MoreRuns; m != nil {
+		fmt.Fprintf(&b, "\nneed more runs: %s read, %q has %d of the %d attempts a suggestion needs: record about %d runs with `%s`\n",
+			plural(rep.Runs, "run"), m.Step, m.Have, m.Needed, m.Runs, m.Command)
 	}
 	if br := rep.Budget; br != nil {
-		if br.Error != "" {
+		switch {
+		case rep.MoreRuns != nil && br.Error != "":
+			// The line above says why.
+		case br.Error != "":
 			fmt.Fprintf(&b, "\nplan %s (from %s): no budget: %s\n", strings.Join(br.Steps, " → "), br.Source, br.Error)
-		} else {
+		default:
 			fmt.Fprintf(&b, "\nplan %s (from %s): suggested budget %s, P(success) %.4f (target %g)\n",
 				strings.Join(br.Steps, " → "), br.Source, br.budget.Round(time.Millisecond), br.Success, br.Target)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fmtQuantiles formats the percentiles of q; those that are null (from
+// the first on, above the cuts) are named together as unknown.
+func fmtQuantiles(q map[string]any, unknown string) string {
+	var known, missing []string
+	for _, p := range percentiles {
+		if v, ok := q[p.name].(float64); ok {
+			known = append(known, p.name+" "+fmtMs(v))
+		} else {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		known = append(known, strings.Join(missing, ", ")+" "+unknown)
+	}
+	return strings.Join(known, ", ")
 }
 
 // writeHistogram draws s's durations, 4 bins per doubling, completed (█)

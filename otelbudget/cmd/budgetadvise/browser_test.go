@@ -1,0 +1,227 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// chromiumPath is where Debian's chromium package installs the browser
+// (`make browser`); a variable for TestNeedChromiumSkipsOutsideCI.
+var chromiumPath = "/usr/bin/chromium"
+
+// screenshotEnv, when set to a path, makes TestReportInBrowser write the
+// report's screenshot there (docs/run-report.png is made so).
+const screenshotEnv = "BUDGETADVISE_SCREENSHOT"
+
+// needChromium returns the browser's path. Without it the test skips,
+// saying why, unless CI is set: there a missing browser is a failure.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing and CI is set: `make browser` installs Debian's chromium package (%v)", chromiumPath, err)
+		}
+		t.Skipf("%s is missing: `make browser` installs Debian's chromium package; skipped outside CI (%v)", chromiumPath, err)
+	}
+	return chromiumPath
+}
+
+// browser starts headless Chromium, offline and with a fresh profile, and
+// returns a tab's context; everything stops at the test's end.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(needChromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1500),
+	}
+	before := goleak.IgnoreCurrent() // the goroutines running before the browser
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 2*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tab, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		cancelTimeout()
+		goleak.VerifyNone(t, before) // the browser and its readers are gone
+	})
+	return tab
+}
+
+// expectedRows returns the attempt rows the report draws of runs: the
+// failed runs (up to n, the slowest first) and the n slowest others.
+func expectedRows(runs []genRun, n int) (rows int, chosen []genRun) {
+	used := func(r genRun) time.Duration { return r.calls[len(r.calls)-1].end }
+	var failed, ok []genRun
+	for _, r := range runs {
+		bad := r.outcome != "ok"
+		for _, c := range r.calls {
+			bad = bad || c.verdict != "ok"
+		}
+		if bad {
+			failed = append(failed, r)
+		} else {
+			ok = append(ok, r)
+		}
+	}
+	slowest := func(a, b genRun) int { return cmp.Compare(used(b), used(a)) }
+	slices.SortStableFunc(failed, slowest)
+	slices.SortStableFunc(ok, slowest)
+	chosen = append(failed[:min(n, len(failed))], ok[:min(n, len(ok))]...)
+	for _, r := range chosen {
+		for _, c := range r.calls {
+			rows += len(c.attempts)
+		}
+	}
+	return rows, chosen
+}
+
+// The report in a real browser: it loads with no console error and no
+// request (self-contained), has one waterfall row per attempt of the runs
+// drawn, shows the verdicts and the ceilings, and follows the dark mode.
+func TestReportInBrowser(t *testing.T) {
+	tab := browser(t)
+	g := newGenSet(t)
+	page := filepath.Join(t.TempDir(), "report.html")
+	code, _, errOut := runCmd(t, "-report", page, "-report-runs", "3", g.traces, g.metrics)
+	require.Equal(t, 0, code, errOut)
+	rows, chosen := expectedRows(g.runs, 3)
+	require.Len(t, chosen, 6)
+
+	var mu sync.Mutex
+	var problems, requests []string
+	require.NoError(t, chromedp.Listen(tab, func(ev any) {
+		// Runs in the tab's loop: record, and return.
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == "error" || ev.Type == "warning" || ev.Type == "assert" {
+				problems = append(problems, "console "+string(ev.Type))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+ev.ExceptionDetails.Text)
+		case *log.EventEntryAdded:
+			if ev.Entry.Level == log.EntryLevelError {
+				problems = append(problems, "log: "+ev.Entry.Text)
+			}
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(ev.Request.URL, "file://") {
+				requests = append(requests, ev.Request.URL)
+			}
+		}
+	}))
+	_, err := chromedp.Call(tab, log.Enable, cdp.Empty{})
+	require.NoError(t, err)
+	_, err = chromedp.Call(tab, network.Enable, network.EnableParams{})
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.Navigate("file://"+page),
+		chromedp.WaitVisible(chromedp.CSS("#legend")),
+	))
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
+		require.NoError(t, err, js)
+		return v
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+		require.NoError(t, err, sel)
+		return n
+	}
+	texts := func(sel string) string {
+		return eval(`[...document.querySelectorAll(` + strconv.Quote(sel) + `)].map(e => e.textContent).join(",")`)
+	}
+	attemptRows, waitRows := count("section.run tr.attempt"), count("section.run tr.wait")
+	verdicts := texts("section.run tr.call .verdict")
+	ceilings, suggested := texts(".ceiling-current"), texts(".ceiling-suggested")
+	legend, rangeText := texts("#legend"), texts("#range")
+	background := `getComputedStyle(document.body).backgroundColor`
+	lightBG := eval(background)
+	media := func(scheme string) {
+		t.Helper()
+		_, err := chromedp.Call(tab, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		require.NoError(t, err)
+	}
+	media("dark")
+	darkBG := eval(background)
+	media("light")
+
+	mu.Lock()
+	assert.Empty(t, problems, "no console error")
+	assert.Empty(t, requests, "the page fetches nothing")
+	mu.Unlock()
+
+	assert.Equal(t, rows, attemptRows, "one waterfall row per attempt of the runs drawn")
+	assert.Positive(t, waitRows, "the backoff waits are drawn")
+	var want []string
+	for _, r := range chosen {
+		for _, c := range r.calls {
+			want = append(want, c.verdict)
+		}
+	}
+	assert.Equal(t, strings.Join(want, ","), verdicts, "each call's verdict, run by run")
+	assert.Contains(t, verdicts, "operation_too_slow")
+	assert.Contains(t, ceilings, "100ms", "fetch's current ceiling")
+	assert.Contains(t, ceilings, "250ms", "search's current ceiling")
+	assert.NotEmpty(t, suggested, "the suggested ceilings of the steps with enough attempts")
+	assert.Contains(t, legend, "suggested ceiling")
+	assert.Contains(t, legend, "backoff wait")
+	assert.Contains(t, rangeText, g.metricsFrom.Format(time.RFC3339))
+	assert.NotEqual(t, lightBG, darkBG, "the dark mode has its own colours")
+
+	if out := os.Getenv(screenshotEnv); out != "" {
+		// The README's picture: the traces' report, two runs of each kind.
+		shot := filepath.Join(t.TempDir(), "shot.html")
+		code, _, errOut := runCmd(t, "-report", shot, "-report-runs", "2", g.traces)
+		require.Equal(t, 0, code, errOut)
+		require.NoError(t, chromedp.Do(tab, chromedp.Navigate("file://"+shot), chromedp.WaitVisible(chromedp.CSS("#legend"))))
+		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.Less(t, len(png), 300<<10, "the screenshot stays under 300 KB")
+		require.NoError(t, os.WriteFile(out, png, 0o644))
+	}
+}
+
+// Without the browser and outside CI, the browser test skips and says why
+// (under CI it fails instead).
+func TestNeedChromiumSkipsOutsideCI(t *testing.T) {
+	saved := chromiumPath
+	t.Cleanup(func() { chromiumPath = saved })
+	chromiumPath = filepath.Join(t.TempDir(), "chromium")
+	t.Setenv("CI", "")
+	var skipped bool
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		needChromium(t)
+		t.Error("needChromium returned without the browser")
+	})
+	assert.True(t, skipped, "skipped outside CI")
+}
