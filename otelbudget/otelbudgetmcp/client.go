@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv41 "go.opentelemetry.io/otel/semconv/v1.41.0"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -38,14 +38,14 @@ const ErrorTypeToolError = "tool_error"
 //     answered isError ([ErrorTypeToolError]); a caller's cancellation is
 //     not an error;
 //   - the trace context injected into the request's _meta (traceparent,
-//     tracestate) with the global propagator (otel.GetTextMapPropagator),
-//     so that [ServerMiddleware]'s SERVER span is its child.
+//     tracestate) with the propagator of [WithPropagators] (default: the
+//     global one), so that [ServerMiddleware]'s SERVER span is its child.
 //
 // Notifications get no span. obs's hooks are placed before those of opts
 // ([deadlinemcp.WithHooks]). A nil obs means otelbudget.New() (the global
 // providers). It returns the [*deadline.PolicyError] of an invalid option,
 // as [deadlinemcp.NewClient] does.
-func ClientMiddleware(obs *otelbudget.Observer, opts ...deadlinemcp.ClientOption) ([]mcp.Middleware, error) {
+func ClientMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ClientOption, otelOpts ...Option) ([]mcp.Middleware, error) {
 	if obs == nil {
 		obs = otelbudget.New()
 	}
@@ -57,11 +57,11 @@ func ClientMiddleware(obs *otelbudget.Observer, opts ...deadlinemcp.ClientOption
 		return nil, err
 	}
 	tracer := obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer)}, nil
+	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, newConfig(otelOpts).prop)}, nil
 }
 
 // attemptSpans records each request it sends as a CLIENT span.
-func attemptSpans(tracer trace.Tracer) mcp.Middleware {
+func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -73,7 +73,7 @@ func attemptSpans(tracer trace.Tracer) mcp.Middleware {
 			defer span.End()
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
-					otel.GetTextMapPropagator().Inject(ctx, metaCarrier(m))
+					prop.Inject(ctx, metaCarrier(m))
 				}
 			}
 			res, err := next(ctx, method, req)

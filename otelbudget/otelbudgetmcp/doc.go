@@ -18,10 +18,10 @@
 // The go-sdk has no OpenTelemetry instrumentation of its own; this package
 // starts those spans itself. The composition is one line on each side:
 //
-//	mws, err := otelbudgetmcp.ClientMiddleware(obs, deadlinemcp.WithPolicy(p))
+//	mws, err := otelbudgetmcp.ClientMiddleware(obs, []deadlinemcp.ClientOption{deadlinemcp.WithPolicy(p)})
 //	client.AddSendingMiddleware(mws...)
 //
-//	mws, err := otelbudgetmcp.ServerMiddleware(obs, deadlinemcp.WithFloor(20*time.Millisecond))
+//	mws, err := otelbudgetmcp.ServerMiddleware(obs, []deadlinemcp.ServerOption{deadlinemcp.WithFloor(20 * time.Millisecond)})
 //	server.AddReceivingMiddleware(mws...)
 //
 // docs/mcp.md and docs/attributes.md list every attribute.

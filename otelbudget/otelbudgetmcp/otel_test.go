@@ -26,8 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The composition carries the trace context with the global
-	// propagator, as otelhttp does by default.
+	// TestToolErrorSpans relies on the default: the global propagator.
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	goleak.VerifyTestMain(m)
 }
@@ -52,7 +51,8 @@ func setup(t *testing.T, rec *tracetest.SpanRecorder, annotations *mcp.ToolAnnot
 
 	var calls atomic.Int32
 	server := mcp.NewServer(impl, nil)
-	smw, err := otelbudgetmcp.ServerMiddleware(obs, sopts...)
+	prop := otelbudgetmcp.WithPropagators(propagation.TraceContext{})
+	smw, err := otelbudgetmcp.ServerMiddleware(obs, sopts, prop)
 	require.NoError(t, err)
 	server.AddReceivingMiddleware(smw...)
 	server.AddTool(&mcp.Tool{Name: "search", Annotations: annotations, InputSchema: map[string]any{"type": "object"}},
@@ -65,7 +65,7 @@ func setup(t *testing.T, rec *tracetest.SpanRecorder, annotations *mcp.ToolAnnot
 		})
 
 	client := mcp.NewClient(impl, nil)
-	cmw, err := otelbudgetmcp.ClientMiddleware(obs)
+	cmw, err := otelbudgetmcp.ClientMiddleware(obs, nil, prop)
 	require.NoError(t, err)
 	client.AddSendingMiddleware(cmw...)
 
@@ -213,7 +213,7 @@ func TestToolErrorSpans(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
 		server := mcp.NewServer(impl, nil)
-		smw, err := otelbudgetmcp.ServerMiddleware(obs)
+		smw, err := otelbudgetmcp.ServerMiddleware(obs, nil)
 		require.NoError(t, err)
 		server.AddReceivingMiddleware(smw...)
 		server.AddTool(&mcp.Tool{Name: "search", InputSchema: map[string]any{"type": "object"}},
@@ -221,7 +221,7 @@ func TestToolErrorSpans(t *testing.T) {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no index"}}}, nil
 			})
 		client := mcp.NewClient(impl, nil)
-		cmw, err := otelbudgetmcp.ClientMiddleware(obs)
+		cmw, err := otelbudgetmcp.ClientMiddleware(obs, nil)
 		require.NoError(t, err)
 		client.AddSendingMiddleware(cmw...)
 		st, ct := mcp.NewInMemoryTransports()
@@ -249,10 +249,10 @@ func TestToolErrorSpans(t *testing.T) {
 }
 
 func TestInvalidOptions(t *testing.T) {
-	c, err := otelbudgetmcp.ClientMiddleware(nil, deadlinemcp.WithDefaultBudget(0))
+	c, err := otelbudgetmcp.ClientMiddleware(nil, []deadlinemcp.ClientOption{deadlinemcp.WithDefaultBudget(0)})
 	assert.Nil(t, c)
 	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
-	s, err := otelbudgetmcp.ServerMiddleware(nil, deadlinemcp.WithFloor(-1))
+	s, err := otelbudgetmcp.ServerMiddleware(nil, []deadlinemcp.ServerOption{deadlinemcp.WithFloor(-1)})
 	assert.Nil(t, s)
 	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 }

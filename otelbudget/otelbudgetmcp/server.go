@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,8 +23,8 @@ import (
 //
 //  1. one SERVER span per inbound request (not per notification), started
 //     with a tracer of obs.TracerProvider() in the context the trace
-//     context of the request's _meta gives (the global propagator's
-//     Extract), named and attributed as [ClientMiddleware]'s CLIENT span;
+//     context of the request's _meta gives (extracted by the propagator of
+//     [WithPropagators], default the global one), named and attributed as [ClientMiddleware]'s CLIENT span;
 //  2. a [deadlinemcp.Server] built from opts, whose decision about the
 //     request's budget ([deadlinemcp.Admission]) goes on that span as the
 //     deadline.server.* attributes of the HTTP and gRPC server spans:
@@ -46,7 +46,7 @@ import (
 // in opts runs as well, after the one this composition installs. A nil obs
 // means otelbudget.New(). It returns the [*deadline.PolicyError] of an
 // invalid option, as [deadlinemcp.NewServer] does.
-func ServerMiddleware(obs *otelbudget.Observer, opts ...deadlinemcp.ServerOption) ([]mcp.Middleware, error) {
+func ServerMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ServerOption, otelOpts ...Option) ([]mcp.Middleware, error) {
 	if obs == nil {
 		obs = otelbudget.New()
 	}
@@ -58,7 +58,7 @@ func ServerMiddleware(obs *otelbudget.Observer, opts ...deadlinemcp.ServerOption
 		return nil, err
 	}
 	tracer := obs.TracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{serverSpans(tracer), s.Middleware(), endedBy}, nil
+	return []mcp.Middleware{serverSpans(tracer, newConfig(otelOpts).prop), s.Middleware(), endedBy}, nil
 }
 
 // serverState is what the three middlewares of one request share: the
@@ -78,7 +78,7 @@ func state(ctx context.Context) *serverState {
 }
 
 // serverSpans starts a SERVER span per inbound request.
-func serverSpans(tracer trace.Tracer) mcp.Middleware {
+func serverSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -87,7 +87,7 @@ func serverSpans(tracer trace.Tracer) mcp.Middleware {
 			p := params(req)
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
-					ctx = otel.GetTextMapPropagator().Extract(ctx, metaCarrier(m))
+					ctx = prop.Extract(ctx, metaCarrier(m))
 				}
 			}
 			name, attrs := spanName(method, p, req.GetSession())
