@@ -246,9 +246,10 @@ type agentCaller struct {
 // retries are off (option.WithMaxRetries(0): the budget transport retries,
 // inside the budget), and its base URL is the fake LLM server's. The
 // session's setup runs before the run's deadline starts, as an agent
-// connects to its tools before it is given a task: its spans are traces
-// of their own.
+// connects to its tools before it is given a task: it is not traced
+// (setupContext), so that the run is one trace.
 func newAgentCaller(ctx context.Context, obs *otelbudget.Observer, base http.RoundTripper, urls map[string]string) (*agentCaller, error) {
+	ctx = setupContext(ctx)
 	a := &agentCaller{web: newHTTPCaller(base, urls, obs)}
 	mws, err := otelbudgetmcp.ClientMiddleware(obs, nil, otelbudgetmcp.WithPropagators(propagation.TraceContext{}))
 	if err != nil {
@@ -321,4 +322,16 @@ func (a *agentCaller) close() error {
 		err = a.session.Close()
 	}
 	return errors.Join(err, a.web.close())
+}
+
+// setupContext returns ctx under a parent span context that is not
+// sampled, so that the spans of the MCP session's setup (initialize,
+// server/discover, tools/list, on both sides: the trace context travels in
+// _meta with its sampled flag unset) are dropped by a parent-based sampler,
+// the SDK's default. Their metrics are still recorded.
+func setupContext(ctx context.Context) context.Context {
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{0x74, 0x72, 0x61, 0x63, 0x65, 0x64, 0x65, 0x6d, 0x6f}, // "tracedemo"
+		SpanID:  trace.SpanID{0x73, 0x65, 0x74, 0x75, 0x70},                          // "setup"
+	}))
 }
