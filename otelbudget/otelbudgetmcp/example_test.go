@@ -63,7 +63,7 @@ func Example() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case otelbudget.AttrVerdict, otelbudget.AttrAttemptNumber, otelbudget.AttrServerLimitedBy, otelbudget.AttrServerBudgetMs:
-				line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+				line += " " + string(kv.Key) + "=" + kv.Value.String()
 			}
 		}
 		fmt.Println(line)
