@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -160,4 +161,15 @@ func TestAgentOnLoopback(t *testing.T) {
 			assertAgentTrace(t, sr.Ended())
 		})
 	}
+}
+
+// -transport agent is a flag value like the others, and -runs stays HTTP
+// only.
+func TestParseFlagsAgent(t *testing.T) {
+	env := func(string) string { return "" }
+	cfg, err := parseFlags([]string{"-transport", "agent", "-scenario", "flaky"}, env, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, transportAgent, cfg.transport)
+	_, err = parseFlags([]string{"-runs", "10", "-transport", "agent"}, env, io.Discard)
+	require.EqualError(t, err, "-runs plays its plan over HTTP only: -transport agent does not apply")
 }
