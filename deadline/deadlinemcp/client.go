@@ -112,9 +112,10 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 }
 
 // Middleware returns the sending middleware; see [Client]. Install it with
-// mcp.Client.AddSendingMiddleware. Middleware added before it (to its
-// left in one call) sees each call once; middleware added after it sees
-// each attempt.
+// mcp.Client.AddSendingMiddleware. The SDK runs middleware from the outside
+// in: in one AddSendingMiddleware call, those to its left see each call
+// once and those to its right each attempt; a later AddSendingMiddleware
+// call wraps everything added before it.
 func (c *Client) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -192,20 +193,18 @@ func (c *Client) safe(session *mcp.ClientSession, method, tool string) bool {
 	if method == "tools/call" {
 		return tool != "" && c.ToolSafe(session, tool)
 	}
-	return safeMethods[method]
+	return safeMethod(method)
 }
 
-// safeMethods are the MCP requests that only read.
-var safeMethods = map[string]bool{
-	"server/discover":          true,
-	"ping":                     true,
-	"tools/list":               true,
-	"prompts/list":             true,
-	"prompts/get":              true,
-	"resources/list":           true,
-	"resources/templates/list": true,
-	"resources/read":           true,
-	"completion/complete":      true,
+// safeMethod reports whether an MCP request other than tools/call only
+// reads.
+func safeMethod(method string) bool {
+	switch method {
+	case "server/discover", "ping", "tools/list", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read", "completion/complete":
+		return true
+	}
+	return false
 }
 
 // withBudget returns a copy of meta with key set to what the attempt's
