@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -169,5 +170,77 @@ func TestInvalidRequestPolicy(t *testing.T) {
 		var pe *deadline.PolicyError
 		assert.True(t, errors.As(err, &pe))
 		assert.Empty(t, search.arrivals())
+	})
+}
+
+// A tool the server lists without annotations is retried when the client
+// declares it idempotent itself.
+func TestIdempotentToolsOption(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		search := &tool{name: "search", behave: hangFirst(1)}
+		mc, c, _ := newClient(t, deadlinemcp.WithIdempotentTools("search"))
+		cs := connectInMemory(t, newServer(t, nil, search), mc)
+		assert.True(t, c.ToolSafe(cs, "search"))
+		assert.False(t, c.ToolSafe(cs, "other"))
+		_, err := call(cs, time.Second, retryPolicy(), "search")
+		require.NoError(t, err)
+		assert.Len(t, search.arrivals(), 2)
+	})
+}
+
+// A tool listed again replaces what the client knew: annotations that
+// are gone make it unsafe again.
+func TestRelistedToolLosesAnnotations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		search := &tool{name: "search", annotations: readOnly(), behave: hangFirst(1)}
+		mc, c, _ := newClient(t)
+		s := newServer(t, nil, search)
+		cs := connectInMemory(t, s, mc)
+		listTools(t, cs)
+		require.True(t, c.ToolSafe(cs, "search"))
+
+		search.annotations = nil
+		search.add(s) // replaces the tool
+		listTools(t, cs)
+		assert.False(t, c.ToolSafe(cs, "search"))
+		_, err := call(cs, time.Second, retryPolicy(), "search")
+		require.Error(t, err)
+		assert.Len(t, search.arrivals(), 1)
+	})
+}
+
+// An error the tool's handler returns reached the server and was handled:
+// not retried, even for a read-only tool.
+func TestHandlerErrorNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		search := &tool{name: "search", annotations: readOnly(), behave: func(context.Context, int) (*mcp.CallToolResult, error) {
+			return nil, errors.New("index corrupt")
+		}}
+		mc, _, _ := newClient(t)
+		cs := connectInMemory(t, newServer(t, nil, search), mc)
+		listTools(t, cs)
+		_, err := call(cs, time.Second, retryPolicy(), "search")
+		var stop *deadline.StopError
+		require.ErrorAs(t, err, &stop)
+		assert.Equal(t, deadline.ReasonNotRetryable, stop.Reason)
+		assert.Contains(t, err.Error(), "index corrupt")
+		var we *jsonrpc.Error
+		assert.ErrorAs(t, err, &we, "the server's JSON-RPC error")
+		assert.Len(t, search.arrivals(), 1)
+	})
+}
+
+// Sessions keep apart: what one session listed does not make a tool safe
+// on another.
+func TestAnnotationsPerSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		search := &tool{name: "search", annotations: readOnly()}
+		mc, c, _ := newClient(t)
+		s := newServer(t, nil, search)
+		a := connectInMemory(t, s, mc)
+		b := connectInMemory(t, s, mc)
+		listTools(t, a)
+		assert.True(t, c.ToolSafe(a, "search"))
+		assert.False(t, c.ToolSafe(b, "search"))
 	})
 }
