@@ -6,6 +6,10 @@ replace github.com/deadlinebudget/budget => ../..
 
 require (
 	github.com/deadlinebudget/budget v0.0.0
+	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/openai/openai-go/v3 v3.100.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
@@ -22,11 +26,7 @@ require (
 
 require (
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0 // indirect
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
-	github.com/openai/openai-go/v3 v3.100.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
