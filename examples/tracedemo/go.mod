@@ -5,9 +5,9 @@ go 1.26.0
 replace github.com/deadlinebudget/budget => ../..
 
 require (
-	github.com/deadlinebudget/budget v0.0.0
-	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0
+	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/stretchr/testify v1.12.1
