@@ -6,6 +6,10 @@ replace github.com/deadlinebudget/budget => ../..
 
 require (
 	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0-00010101000000-000000000000
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/openai/openai-go/v3 v3.100.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
@@ -18,6 +22,21 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.37.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 require (
@@ -61,3 +80,7 @@ require (
 )
 
 replace github.com/deadlinebudget/budget/deadline/deadlinegrpc => ../../deadline/deadlinegrpc
+
+replace github.com/deadlinebudget/budget/deadline/deadlinemcp => ../../deadline/deadlinemcp
+
+replace github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp => ../../otelbudget/otelbudgetmcp

@@ -12,7 +12,7 @@
 // Usage:
 //
 //	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
-//	    [-transport http|grpc] [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
+//	    [-transport http|grpc|agent] [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //	    [-export-timeout 500ms]
 //	go run ./examples/tracedemo -runs 2000 [-parallel 32] [-exporter none|otlp]
 //
@@ -60,6 +60,15 @@
 // otelgrpc's CLIENT and SERVER spans (the attempt spans carry
 // deadline.attempt.number, no http.request.resend_count). -runs is HTTP
 // only.
+//
+// -transport agent plays the plan through the tools an agent really uses:
+// search is an MCP tool call (the official go-sdk, streamable HTTP on
+// 127.0.0.1) under deadlinemcp's middleware, its lease carried in the
+// request's _meta and its read-only annotation making it safe to retry;
+// extract is a chat completion through the real openai-go client, whose
+// HTTP client is the run's budget transport with otelhttp and whose own
+// retries are off, against a local fake LLM server; fetch is the HTTP
+// request of -transport http. One trace, one waterfall. -runs is HTTP only.
 //
 // Export: the spans and the five deadline.* metrics go to stdout by
 // default, as pretty-printed JSON objects, and stdout then carries nothing
@@ -137,7 +146,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("tracedemo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.scenario, "scenario", cfg.scenario, "what the providers do: "+strings.Join(scenarioNames(), ", "))
-	fs.StringVar(&cfg.transport, "transport", cfg.transport, "how the agent calls its providers: http (the budget header) or grpc (grpc-timeout)")
+	fs.StringVar(&cfg.transport, "transport", cfg.transport, "how the agent calls its providers: http (the budget header), grpc (grpc-timeout) or agent\n"+
+		"(the agent's own stack: search as an MCP tool call, extract through the openai-go client, fetch over HTTP)")
 	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
 	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+").\n"+
 		"A budget of yours is shown, not checked: the run exits 0 whatever the verdicts")
@@ -172,8 +182,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	if _, err := findScenario(cfg.scenario); err != nil {
 		return cfg, err
 	}
-	if cfg.transport != transportHTTP && cfg.transport != transportGRPC {
-		return cfg, fmt.Errorf("-transport %q: want http or grpc", cfg.transport)
+	if cfg.transport != transportHTTP && cfg.transport != transportGRPC && cfg.transport != transportAgent {
+		return cfg, fmt.Errorf("-transport %q: want http, grpc or agent", cfg.transport)
 	}
 	switch cfg.exporter {
 	case exporterAuto, exporterStdout, exporterOTLP, exporterNone:

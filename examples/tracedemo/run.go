@@ -58,8 +58,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	runPlan := cfg.execute
 	if runPlan == nil {
 		runPlan = execute
-		if cfg.transport == transportGRPC {
+		switch cfg.transport {
+		case transportGRPC:
 			runPlan = executeGRPC
+		case transportAgent:
+			runPlan = executeAgent
 		}
 	}
 

@@ -274,7 +274,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-runs", "10", "-parallel", "0"}, "want -runs >= 0 and -parallel >= 1"},
 		{[]string{"-runs", "10", "-scenario", "slow"}, "-runs plays the ok scenario's plan and budget"},
 		{[]string{"-runs", "10", "-budget", "2s"}, "-runs plays the ok scenario's plan and budget"},
-		{[]string{"-transport", "quic"}, `-transport "quic": want http or grpc`},
+		{[]string{"-transport", "quic"}, `-transport "quic": want http, grpc or agent`},
 		{[]string{"-runs", "10", "-transport", "grpc"}, "-runs plays its plan over HTTP only: -transport grpc does not apply"},
 	} {
 		_, err := parseFlags(tc.args, env, io.Discard)

@@ -1,0 +1,272 @@
+package deadlinemcp
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// Client is the sending side: an MCP client middleware under which every
+// request, tools/call above all, runs under [deadline.Do], with one shared
+// deadline, a lease per attempt carried to the server in the request's
+// _meta ([MetaKey]), refusal below the floor before anything is sent,
+// budget-checked backoff, and retries only for requests that are safe to
+// repeat. Create one with [NewClient] and install it on an mcp.Client:
+//
+//	c, err := deadlinemcp.NewClient(opts...)
+//	client := mcp.NewClient(impl, nil)
+//	client.AddSendingMiddleware(c.Middleware())
+//
+// It is safe for concurrent use by any number of sessions; its
+// configuration is fixed once created.
+//
+// # The deadline and the policy
+//
+// A request runs under the [deadline.Deadline] found in its context by
+// [deadline.FromContext] (one stored by [deadline.NewContext], or the
+// context's own deadline, whichever ends first), so every call made while
+// handling one run spends the same budget, over HTTP, gRPC and MCP alike. A
+// context with neither gets a new Deadline of [DefaultBudget]
+// ([WithDefaultBudget]). Its policy is the context's ([WithRequestPolicy]),
+// else the client's ([WithPolicy]), else [deadline.DefaultPolicy].
+//
+// # Each attempt
+//
+// Attempt n is one JSON-RPC request whose context is the attempt's: its
+// deadline is the attempt's lease, and the lease is what the request's
+// _meta carries under [MetaKey] (whole milliseconds, rounded up, at least
+// 1, measured as the request is sent), so the server's [Server] middleware
+// can make it its handler's deadline. The caller's params are not copied:
+// their _meta is replaced for each attempt by a copy holding the budget,
+// and put back when the call returns, so one params value must not be sent
+// by two calls at once (the SDK itself fills in params' arguments and
+// _meta).
+//
+// When an attempt's lease ends before the answer, the SDK stops waiting,
+// and sends the server MCP's notifications/cancelled for that request (the
+// go-sdk does so by itself whenever the context of a call ends), so the
+// server's handler sees its context canceled and stops working for a
+// caller who has gone.
+//
+// # What is retried
+//
+// A request is retried only if it is safe to repeat, the MCP counterpart of
+// RFC 9110's safe and idempotent methods:
+//
+//   - tools/call of a tool whose annotations, as the server listed them in
+//     tools/list, say readOnlyHint or idempotentHint; or a tool named in
+//     [WithIdempotentTools]. The client learns the annotations by watching
+//     the tools/list results of each session it serves (every page), so an
+//     agent that lists its tools before calling them, as agents do, gets
+//     them without another request. A tool the session has not listed, or
+//     listed without annotations, is not safe: it is called once.
+//   - the read-only methods server/discover, ping, tools/list, prompts/list, prompts/get,
+//     resources/list, resources/templates/list, resources/read and
+//     completion/complete.
+//
+// Every other request (initialize, resources/subscribe, …) is sent once.
+//
+// A request that may be retried is retried only on a transient failure: an
+// attempt ended by its own ceiling ([deadline.Policy.AttemptTimeout]), a
+// transport's rejection (the streamable HTTP transport answers an HTTP 429,
+// 500, 502, 503 or 504 with JSON-RPC code -32005, "rejected by transport")
+// or another transport error. Not retried: a JSON-RPC error the server
+// answered (the request reached it and was handled: a bad argument, an
+// unknown tool, a handler error, a refusal of the budget
+// [CodeBudgetRefused]); a closed connection or a missing session
+// (mcp.ErrConnectionClosed, mcp.ErrSessionMissing: no retry on the same
+// session can succeed); and a tool result with isError true, which is an
+// answer, not a failure of the call: the tool ran and said what went
+// wrong, for the model to read.
+//
+// # Notifications and errors
+//
+// Notifications are sent as they are, without a budget. A call that stops
+// without a result returns the [*deadline.StopError] (errors.As and
+// errors.Is reach the last attempt's error, a *jsonrpc.Error included); an
+// invalid request policy returns its [*deadline.PolicyError], nothing sent.
+type Client struct {
+	cfg   clientConfig
+	tools toolCache
+}
+
+// NewClient returns a Client configured by opts. It checks the options
+// once, here: an invalid policy ([WithPolicy]), WithDefaultBudget(d <= 0),
+// an invalid _meta key ([WithMetaKey]) or an empty tool name
+// ([WithIdempotentTools]) returns a nil Client and a
+// [*deadline.PolicyError] naming the first problem. Nil options are
+// ignored.
+func NewClient(opts ...ClientOption) (*Client, error) {
+	c := newClientConfig(opts)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &Client{cfg: c}, nil
+}
+
+// Middleware returns the sending middleware; see [Client]. Install it with
+// mcp.Client.AddSendingMiddleware. The SDK runs middleware from the outside
+// in: in one AddSendingMiddleware call, those to its left see each call
+// once and those to its right each attempt; a later AddSendingMiddleware
+// call wraps everything added before it.
+func (c *Client) Middleware() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			return c.send(ctx, method, req, next)
+		}
+	}
+}
+
+// ToolSafe reports whether the client may call the tool name of session
+// more than once: [WithIdempotentTools] lists it, or the session's
+// tools/list said readOnlyHint or idempotentHint for it.
+func (c *Client) ToolSafe(session *mcp.ClientSession, name string) bool {
+	return c.cfg.idempotent[name] || c.tools.safe(session, name)
+}
+
+func (c *Client) send(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	d, ok := deadline.FromContext(ctx)
+	if !ok {
+		d = deadline.New(c.cfg.defaultBudget)
+	}
+	p, ok := RequestPolicy(ctx)
+	if !ok {
+		p = c.cfg.policy
+	}
+	session, _ := req.GetSession().(*mcp.ClientSession)
+	params := req.GetParams()
+	if isNil(params) {
+		params = nil
+	}
+	tool := ""
+	if ct, ok := params.(*mcp.CallToolParams); ok {
+		tool = ct.Name
+	}
+	if p.Name == "" {
+		p.Name = method
+		if tool != "" {
+			p.Name = method + " " + tool
+		}
+	}
+	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
+	if !c.safe(session, method, tool) {
+		p.Retryable = neverRetry
+	} else if custom := p.Retryable; custom != nil {
+		p.Retryable = func(err error) bool { return !refusedByServer(err) && custom(err) }
+	} else {
+		p.Retryable = deadline.IsRetryable
+	}
+
+	var orig map[string]any
+	if params != nil {
+		orig = params.GetMeta()
+		defer params.SetMeta(orig)
+	}
+	res, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (mcp.Result, error) {
+		if params != nil {
+			params.SetMeta(withBudget(orig, c.cfg.key, actx))
+		}
+		r, err := next(actx, method, req)
+		return r, mark(err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := res.(*mcp.ListToolsResult); ok && session != nil {
+		c.tools.observe(session, l.Tools)
+	}
+	return res, nil
+}
+
+// safe reports whether a request may be sent more than once.
+func (c *Client) safe(session *mcp.ClientSession, method, tool string) bool {
+	if method == "tools/call" {
+		return tool != "" && c.ToolSafe(session, tool)
+	}
+	return safeMethod(method)
+}
+
+// safeMethod reports whether an MCP request other than tools/call only
+// reads.
+func safeMethod(method string) bool {
+	switch method {
+	case "server/discover", "ping", "tools/list", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read", "completion/complete":
+		return true
+	}
+	return false
+}
+
+// withBudget returns a copy of meta with key set to what the attempt's
+// context has left.
+func withBudget(meta map[string]any, key string, actx context.Context) map[string]any {
+	m := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		m[k] = v
+	}
+	left := time.Duration(0)
+	if end, ok := actx.Deadline(); ok {
+		left = time.Until(end)
+	}
+	m[key] = budgetMs(left)
+	return m
+}
+
+// codeRejected is the go-sdk's JSON-RPC code for a request its transport
+// rejected without a response from the server: the streamable HTTP
+// transport's answer to an HTTP 429, 500, 502, 503 or 504.
+const codeRejected = -32005
+
+// mark marks a transient failure retryable; see [Client].
+func mark(err error) error {
+	if err == nil || !transient(err) {
+		return err
+	}
+	return deadline.Retryable(err)
+}
+
+// transient reports whether an attempt's error is a transport failure that
+// another attempt may not meet.
+func transient(err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A closed session fails every retry; a context error is the
+		// lease's or the caller's, which deadline.Do classifies itself
+		// (an attempt its own ceiling ended is retryable).
+		return false
+	}
+	if we, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return we.Code == codeRejected
+	}
+	return true
+}
+
+// refusedByServer reports whether err is a [Server]'s refusal of the
+// budget: never retried, whatever a custom classifier says, since the next
+// attempt would arrive with less.
+func refusedByServer(err error) bool {
+	we, ok := errors.AsType[*jsonrpc.Error](err)
+	return ok && we.Code == CodeBudgetRefused
+}
+
+func neverRetry(error) bool { return false }
+
+// isNil reports whether p is nil or a nil pointer in an interface (the SDK
+// hands a request without params as a typed nil).
+func isNil(p mcp.Params) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

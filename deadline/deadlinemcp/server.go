@@ -1,0 +1,179 @@
+package deadlinemcp
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
+
+// CodeBudgetRefused is the JSON-RPC error code a [Server] answers a request
+// with when its effective budget is at or below the server's floor, or
+// spent, before its handler runs. It is in the range JSON-RPC leaves to
+// implementations (-32000 to -32099), and the code the MCP TypeScript SDK
+// uses for a request that timed out. The message says the budget and the
+// floor in whole milliseconds, rounded up ("deadline budget too small:
+// budget-ms=5, floor-ms=20", as deadlinehttp's Deadline-Refused header and
+// deadlinegrpc's trailer), and the error's data holds the same two numbers
+// as {"budget_ms": 5, "floor_ms": 20}. A [Client] never retries it: the
+// next attempt would arrive with even less.
+const CodeBudgetRefused = -32001
+
+// Admission is what a [Server] decided for one request, as reported to
+// [WithAdmission]: the shared admission rule's result ([deadline.Admit]:
+// the inbound budget, the server's maximum, an outer deadline, the
+// effective budget, which of them set it, the floor and the refusal), and
+// what the request's _meta held.
+type Admission struct {
+	deadline.Admission
+	// Malformed reports that the request's _meta held the budget key with
+	// a value that is not a budget (negative, fractional, not a number),
+	// which was ignored: the maximum applied as if the key were absent.
+	Malformed bool
+}
+
+// Clamped reports whether the inbound budget was larger than the server's
+// maximum, which replaced it.
+func (a Admission) Clamped() bool {
+	return a.Inbound.Present && a.Inbound.Budget > a.MaxBudget
+}
+
+// Server is the receiving side: an MCP server middleware that gives every
+// inbound request a budget; create one with [NewServer] and install it on
+// an mcp.Server:
+//
+//	s, err := deadlinemcp.NewServer(opts...)
+//	server := mcp.NewServer(impl, nil)
+//	server.AddReceivingMiddleware(s.Middleware())
+//
+// It is safe for concurrent use.
+type Server struct{ cfg serverConfig }
+
+// NewServer returns a Server configured by opts.
+//
+// On arrival a request's budget is read from its _meta ([MetaKey],
+// [WithInboundMetaKey]) and admitted by the rule every transport of this
+// project shares ([deadline.Admit]): the effective budget is the smallest
+// of the inbound budget, the server's maximum ([WithMaxBudget]) and any
+// deadline the request's context already has (the transport's, or an
+// outer middleware's, as [deadline.FromContext] finds it). A request
+// without the key gets the maximum. The _meta value is read as follows:
+//
+//   - a JSON integer from 1 to 9999999999: that many milliseconds;
+//   - 0: a budget already spent, refused;
+//   - an integer larger than 9999999999, however large: clamped to the
+//     maximum, as any budget above it is;
+//   - a negative or fractional number, a string, a bool, null, an object or
+//     an array: malformed and ignored (the maximum applies, and
+//     [Admission.Malformed] says so).
+//
+// A request whose effective budget is at or below the floor ([WithFloor];
+// zero when nothing is left, whatever the floor) is refused: the
+// middleware answers the JSON-RPC error [CodeBudgetRefused] at once, and
+// the handler is not called. Otherwise the handler runs with a context
+// that carries the [deadline.Deadline] of that budget and ends at it, so
+// that ctx.Done() and every deadline-aware client used inside the handler
+// (deadlinehttp, deadlinegrpc, deadlinemcp) spend the same budget. The
+// context's cause when it ends is [deadline.ErrDeadlineReached]; when an
+// outer deadline set the budget, the context keeps it (no second timer).
+// The SDK cancels the same context when the client sends
+// notifications/cancelled for the request.
+//
+// Notifications pass through untouched. [WithAdmission] observes each
+// decision ([Admission]).
+//
+// NewServer checks its options once, here: WithMaxBudget(d <= 0),
+// WithFloor(d < 0), a floor at or above the maximum and an invalid _meta
+// key return a nil Server and a [*deadline.PolicyError] naming the first
+// problem. Nil options are ignored.
+func NewServer(opts ...ServerOption) (*Server, error) {
+	c := serverConfig{max: DefaultMaxBudget, key: MetaKey}
+	for _, o := range opts {
+		if o != nil {
+			o.applyServer(&c)
+		}
+	}
+	if c.err == nil && c.floor >= c.max {
+		c.fail("deadlinemcp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &Server{cfg: c}, nil
+}
+
+// Middleware returns the receiving middleware; see [NewServer]. Install it
+// with mcp.Server.AddReceivingMiddleware.
+func (s *Server) Middleware() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if strings.HasPrefix(method, "notifications/") {
+				return next(ctx, method, req)
+			}
+			a := s.admit(ctx, method, req)
+			if a.Refused() {
+				return nil, refusal(a)
+			}
+			ctx = deadline.NewContext(ctx, a.Deadline)
+			if a.Limit != deadline.AdmitByOuter {
+				var cancel context.CancelFunc
+				ctx, cancel = a.Deadline.Scope(ctx)
+				defer cancel()
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// admit reads the inbound budget, applies the rule and reports it.
+func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admission {
+	var in deadline.Inbound
+	malformed := false
+	if params := req.GetParams(); !isNil(params) {
+		v, present := params.GetMeta()[s.cfg.key]
+		switch d, kind := parseBudget(v, present); kind {
+		case metaBudget, metaHuge:
+			in = deadline.Inbound{Present: true, Budget: d}
+		case metaMalformed:
+			malformed = true
+		}
+	}
+	outer, _ := deadline.FromContext(ctx)
+	a := Admission{Admission: deadline.Admit(in, outer, s.cfg.max, s.cfg.floor), Malformed: malformed}
+	for _, f := range s.cfg.admission {
+		f(ctx, method, req, a)
+	}
+	return a
+}
+
+// refusal is the JSON-RPC error of a refused request.
+func refusal(a Admission) error {
+	budget, floor := roundUpMs(a.Budget), roundUpMs(a.Floor)
+	data, _ := json.Marshal(struct {
+		Budget int64 `json:"budget_ms"`
+		Floor  int64 `json:"floor_ms"`
+	}{budget, floor})
+	return &jsonrpc.Error{
+		Code:    CodeBudgetRefused,
+		Message: "deadline budget too small: budget-ms=" + strconv.FormatInt(budget, 10) + ", floor-ms=" + strconv.FormatInt(floor, 10),
+		Data:    data,
+	}
+}
+
+// roundUpMs is d in whole milliseconds rounded up, 0 for nothing left.
+func roundUpMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
