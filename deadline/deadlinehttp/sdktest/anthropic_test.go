@@ -38,7 +38,7 @@ func TestAnthropicOverloaded(t *testing.T) {
 				}
 				message(w)
 			})
-			client := anthropicClient(p, budgetClient(t))
+			client := anthropicClient(p.URL, budgetClient(t))
 			msg, err := client.Messages.New(budgetCtx(5*time.Second), messageParams())
 			got := p.seen()
 			assert.Len(t, got, tc.requests)
@@ -75,7 +75,7 @@ func TestAnthropicOverloadCharge(t *testing.T) {
 	p := newProvider(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		fail(w, deadlinehttp.StatusOverloaded, anthropicOverloaded, "x-should-retry", "true")
 	})
-	client := anthropicClient(p, budgetClient(t, deadlinehttp.WithRetryBudget(b), deadlinehttp.WithOverloadCharge(2)))
+	client := anthropicClient(p.URL, budgetClient(t, deadlinehttp.WithRetryBudget(b), deadlinehttp.WithOverloadCharge(2)))
 	_, err = client.Messages.New(budgetCtx(5*time.Second), messageParams())
 	apiErr, ok := errors.AsType[*anthropic.Error](err)
 	require.True(t, ok, "the provider's answer, as the SDK's error: %v", err)
@@ -90,7 +90,7 @@ func TestAnthropicOverloadCharge(t *testing.T) {
 // TestAnthropicBelowFloor: nothing is sent below the floor.
 func TestAnthropicBelowFloor(t *testing.T) {
 	p := newProvider(t, func(n int, w http.ResponseWriter, r *http.Request) { message(w) })
-	client := anthropicClient(p, budgetClient(t))
+	client := anthropicClient(p.URL, budgetClient(t))
 	_, err := client.Messages.New(budgetCtx(10*time.Millisecond), messageParams()) // floor: 20 ms
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "the refusal: %v", err)
@@ -111,8 +111,8 @@ func TestAnthropicStreamStalls(t *testing.T) {
 		<-r.Context().Done()
 		released <- struct{}{}
 	})
-	client := anthropicClient(p, budgetClient(t))
-	stream := client.Messages.NewStreaming(budgetCtx(300*time.Millisecond), messageParams())
+	client := anthropicClient(p.URL, budgetClient(t))
+	stream := client.Messages.NewStreaming(budgetCtx(time.Second), messageParams())
 	defer stream.Close()
 	require.True(t, stream.Next(), "message_start arrives: %v", stream.Err())
 	assert.Equal(t, "message_start", string(stream.Current().Type))

@@ -122,9 +122,9 @@ func budgetClient(t *testing.T, opts ...deadlinehttp.Option) *http.Client {
 
 // openAIClient is the real openai-go client as an agent configures it:
 // this project's transport as its HTTP client, its own retries off.
-func openAIClient(p *provider, hc *http.Client) openai.Client {
+func openAIClient(baseURL string, hc *http.Client) openai.Client {
 	return openai.NewClient(
-		option.WithBaseURL(p.URL+"/v1/"),
+		option.WithBaseURL(baseURL+"/v1/"),
 		option.WithAPIKey("sk-test"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
@@ -132,9 +132,9 @@ func openAIClient(p *provider, hc *http.Client) openai.Client {
 }
 
 // anthropicClient is the real anthropic-sdk-go client, configured alike.
-func anthropicClient(p *provider, hc *http.Client) anthropic.Client {
+func anthropicClient(baseURL string, hc *http.Client) anthropic.Client {
 	return anthropic.NewClient(
-		anthropicoption.WithBaseURL(p.URL+"/"),
+		anthropicoption.WithBaseURL(baseURL+"/"),
 		anthropicoption.WithAPIKey("sk-ant-test"),
 		anthropicoption.WithHTTPClient(hc),
 		anthropicoption.WithMaxRetries(0),

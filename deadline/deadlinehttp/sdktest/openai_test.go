@@ -28,7 +28,7 @@ func TestOpenAIRateLimitRetryAfterMs(t *testing.T) {
 		}
 		completion(w)
 	})
-	client := openAIClient(p, budgetClient(t))
+	client := openAIClient(p.URL, budgetClient(t))
 	res, err := client.Chat.Completions.New(budgetCtx(5*time.Second), chatParams())
 	require.NoError(t, err)
 	assert.Equal(t, "hello", res.Choices[0].Message.Content)
@@ -50,7 +50,7 @@ func TestOpenAIRetryAfterMsBeyondBudget(t *testing.T) {
 	p := newProvider(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusTooManyRequests, openAIRateLimited, "retry-after-ms", "5000", "x-should-retry", "true")
 	})
-	client := openAIClient(p, budgetClient(t))
+	client := openAIClient(p.URL, budgetClient(t))
 	_, err := client.Chat.Completions.New(budgetCtx(time.Second), chatParams())
 	apiErr, ok := errors.AsType[*openai.Error](err)
 	require.True(t, ok, "the provider's answer, as the SDK's error: %v", err)
@@ -87,7 +87,7 @@ func TestOpenAIShouldRetry(t *testing.T) {
 				}
 				completion(w)
 			})
-			client := openAIClient(p, budgetClient(t))
+			client := openAIClient(p.URL, budgetClient(t))
 			res, err := client.Chat.Completions.New(budgetCtx(5*time.Second), chatParams())
 			assert.Len(t, p.seen(), tc.requests)
 			if tc.ok {
@@ -110,7 +110,7 @@ func TestOpenAIShouldRetry(t *testing.T) {
 // the SDK returns the transport's refusal, and the provider saw no request.
 func TestOpenAIBelowFloor(t *testing.T) {
 	p := newProvider(t, func(n int, w http.ResponseWriter, r *http.Request) { completion(w) })
-	client := openAIClient(p, budgetClient(t))
+	client := openAIClient(p.URL, budgetClient(t))
 	_, err := client.Chat.Completions.New(budgetCtx(10*time.Millisecond), chatParams()) // floor: 20 ms
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "the refusal: %v", err)
@@ -136,8 +136,8 @@ func TestOpenAIStreamStalls(t *testing.T) {
 		<-r.Context().Done() // stalls until the client goes
 		released <- struct{}{}
 	})
-	client := openAIClient(p, budgetClient(t))
-	stream := client.Chat.Completions.NewStreaming(budgetCtx(300*time.Millisecond), chatParams())
+	client := openAIClient(p.URL, budgetClient(t))
+	stream := client.Chat.Completions.NewStreaming(budgetCtx(time.Second), chatParams())
 	defer stream.Close()
 	require.True(t, stream.Next(), "the first chunk arrives: %v", stream.Err())
 	assert.Equal(t, "Hel", stream.Current().Choices[0].Delta.Content)

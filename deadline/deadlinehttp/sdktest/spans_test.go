@@ -44,7 +44,7 @@ func TestAttemptSpansAreTheSDKsRequests(t *testing.T) {
 			completion(w)
 		}
 	})
-	client := openAIClient(p, hc)
+	client := openAIClient(p.URL, hc)
 	res, err := client.Chat.Completions.New(budgetCtx(5*time.Second), chatParams())
 	require.NoError(t, err)
 	assert.Equal(t, "hello", res.Choices[0].Message.Content)
