@@ -85,8 +85,10 @@ const (
 	// AttrAttemptRetryable is the classifier's answer for the attempt's
 	// error; set only when the attempt failed.
 	AttrAttemptRetryable = attribute.Key("deadline.attempt.retryable")
-	// AttrRetryAfterMs is the delay a server asked for (Retry-After),
-	// carried by the attempt's error; absent when none was asked.
+	// AttrRetryAfterMs is the delay a server asked for (over HTTP
+	// Retry-After, or the providers' retry-after-ms and
+	// x-ms-retry-after-ms), carried by the attempt's error; absent when
+	// none was asked.
 	AttrRetryAfterMs = attribute.Key("deadline.retry_after_ms")
 	// AttrBackoffDelayMs is the wait chosen after this failed attempt;
 	// set only when a retry was considered (the error was retryable and

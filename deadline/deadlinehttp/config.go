@@ -74,6 +74,7 @@ var defaultRetryStatuses = []int{
 	http.StatusBadGateway,          // 502
 	http.StatusServiceUnavailable,  // 503
 	http.StatusGatewayTimeout,      // 504
+	StatusOverloaded,               // 529
 }
 
 func statusSet(codes []int) map[int]bool {
@@ -149,8 +150,8 @@ func WithHeader(name string) Option {
 }
 
 // WithRetryStatuses replaces the response status codes that count as a
-// retryable failure (default 408, 429, 500, 502, 503, 504). With no codes
-// every response is returned as it is. A code outside 100..599 makes every
+// retryable failure (default 408, 429, 500, 502, 503, 504, and 529,
+// [StatusOverloaded]). With no codes every response is returned as it is. A code outside 100..599 makes every
 // RoundTrip return a [*deadline.PolicyError].
 //
 // A 504 carrying [RefusedHeader] is never retried: the server refused the
@@ -191,12 +192,13 @@ func WithRetryBudget(b *deadline.RetryBudget) Option {
 }
 
 // WithOverloadCharge makes a server's overload signal draw the request's
-// retry budget down faster: on a 429 or 503 answer that carries no valid
-// Retry-After, n tokens are charged to the budget the request runs under
-// ([deadline.RetryBudget.Charge]), on top of the one the retry itself would
-// take, so that every caller sharing the budget backs off at once. A
-// Retry-After is the server's own answer to when to come back, and is not
-// charged. It applies only to a request that has a budget ([WithRetryBudget]
+// retry budget down faster: on a 429, 503 or 529 ([StatusOverloaded])
+// answer that carries no valid delay (Retry-After, [RetryAfterMsHeader] or
+// [AzureRetryAfterMsHeader]), n tokens are charged to the budget the
+// request runs under ([deadline.RetryBudget.Charge]), on top of the one the
+// retry itself would take, so that every caller sharing the budget backs
+// off at once. A delay is the server's own answer to when to come back,
+// and is not charged. It applies only to a request that has a budget ([WithRetryBudget]
 // or its policy's) and to statuses that count as retryable
 // ([WithRetryStatuses]). The default, 0, charges nothing; n < 0 makes every
 // RoundTrip return a [*deadline.PolicyError].

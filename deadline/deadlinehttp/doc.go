@@ -31,6 +31,13 @@
 // deadline, and reports every attempt to the [deadline.Hooks] of the
 // request's context, of its policy and of [WithHooks].
 //
+// It also follows the conventions of the LLM providers' APIs (OpenAI,
+// Anthropic, Azure OpenAI), so that their SDKs can run with their own
+// retries off and this transport as their HTTP client: a millisecond
+// Retry-After ([RetryAfterMsHeader], [AzureRetryAfterMsHeader]), the
+// server's own verdict on a retry ([ShouldRetryHeader]), and 529
+// ([StatusOverloaded]) as an overload answer like 503.
+//
 // It keeps the [http.RoundTripper] contract: a call that ended on an answer
 // returns it with a nil error, whatever its status. When that answer has a
 // retryable status (a 503 after the last attempt, a 429 whose Retry-After

@@ -33,6 +33,8 @@ type StatusError struct {
 	Response  *http.Response
 	Attempt   int  // the attempt that received the response, 1 for the first
 	Truncated bool // the drained body was not read to its end (MaxDrain, MaxDrainTime or a read error)
+
+	advice advice // what the response's ShouldRetryHeader says
 }
 
 // Error returns the status, e.g. "HTTP 503 Service Unavailable".

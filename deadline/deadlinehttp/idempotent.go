@@ -49,8 +49,3 @@ func isKey(h http.Header, name string) bool {
 func replayable(req *http.Request) bool {
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 }
-
-// retrySafe reports whether the transport may send req more than once.
-func retrySafe(req *http.Request) bool {
-	return IsIdempotent(req) && replayable(req)
-}

@@ -76,18 +76,27 @@ import (
 // A request is retried only if it is idempotent ([IsIdempotent]: GET, HEAD,
 // OPTIONS, TRACE, PUT, DELETE, or an Idempotency-Key) and its body can be
 // replayed (no body, or GetBody set). Every other request, such as a POST
-// without an Idempotency-Key, is sent once whatever happens.
+// without an Idempotency-Key, is sent once, unless the server answers
+// that it did not act on it ([ShouldRetryHeader] "true"): a request whose
+// body can be replayed may then be retried, whatever its method. A server
+// that answers "false" is never asked again, whatever the request.
 //
 // An attempt fails on a response with a retryable status
-// ([WithRetryStatuses]; default 408, 429, 500, 502, 503, 504), except a 504
-// that carries [RefusedHeader]: the attempt's error is a [*StatusError]. For
-// a request that may be retried, an attempt fails retryably on:
+// ([WithRetryStatuses]; default 408, 429, 500, 502, 503, 504, 529), except
+// a 504 that carries [RefusedHeader]: the attempt's error is a
+// [*StatusError]. For a request that may be retried, an attempt fails
+// retryably on:
 //
-//   - such a response. On 429 and 503 a valid Retry-After replaces the
-//     backoff ([deadline.RetryAfter]) and is never shortened; when it
-//     exceeds what is left above the floor the call stops at once with
-//     [deadline.ReasonRetryAfterTooLong]. A malformed or negative
-//     Retry-After is ignored; a well-formed one too large for the parser
+//   - such a response, unless it carries [ShouldRetryHeader] "false". On
+//     an overload answer (429, 503, [StatusOverloaded]) the delay the
+//     server asks for replaces the backoff ([deadline.RetryAfter]) and is
+//     never shortened; when it exceeds what is left above the floor the
+//     call stops at once with [deadline.ReasonRetryAfterTooLong]. The delay
+//     is the first valid one of [RetryAfterMsHeader],
+//     [AzureRetryAfterMsHeader] ([ParseRetryAfterMs]) and Retry-After
+//     ([ParseRetryAfter]). A malformed or negative value, or a millisecond
+//     header sent more than once, is ignored (the next header, else the
+//     backoff, applies); a well-formed one too large for the parser
 //     ([MaxRetryAfter]) is kept, so it stops the call rather than letting
 //     the backoff retry sooner than the server asked.
 //   - a transport error that says the request can be repeated: connection
@@ -117,9 +126,9 @@ import (
 // [deadline.Policy.RetryBudget]), every request's first attempt counts as a
 // deposit and each retry asks the budget, before its wait, for a token: a
 // denied retry is not sent and the call stops with
-// [deadline.ReasonRetryBudget]. With [WithOverloadCharge], a 429 or 503
-// without a valid Retry-After also charges the budget, so that every caller
-// sharing it backs off at once.
+// [deadline.ReasonRetryBudget]. With [WithOverloadCharge], a 429, 503 or
+// 529 without a valid delay header also charges the budget, so that every
+// caller sharing it backs off at once.
 //
 // # What RoundTrip returns
 //
@@ -127,9 +136,9 @@ import (
 // response with a nil error whenever the call ended on one, whatever its
 // status. When the call stopped on a retryable answer (attempts exhausted,
 // a backoff or Retry-After that does not fit, a retry the retry budget
-// denied, not retryable, for example a
-// POST without an Idempotency-Key, or the deadline or the floor reached
-// after it), that last answer is the response, whole and unread, its body
+// denied, not retryable, for example a POST without an Idempotency-Key or
+// an answer with [ShouldRetryHeader] "false", or the deadline or the floor
+// reached after it), that last answer is the response, whole and unread, its body
 // still under its attempt's lease; [StopOf] returns the
 // [*deadline.StopError] that says why no retry followed (the hooks' CallEnd
 // reports the same reason). Check resp.StatusCode as with any client, then
@@ -212,13 +221,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	hedging := false
 	switch {
-	case !retrySafe(req):
+	case !replayable(req):
 		// Sent once: neither retried nor hedged.
 		p.Retryable, p.Hedge = never, nil
-	case p.Hedge != nil && p.Hedge.MaxHedges > 0:
-		h := *p.Hedge // the caller's stays as it is
-		h.Discard = discardResponse
-		p.Hedge, hedging = &h, true
+	case !IsIdempotent(req):
+		// Retried only when an answer says it was not acted on
+		// (x-should-retry: true); never hedged.
+		p.Retryable, p.Hedge = classifier(p.Retryable, false), nil
+	default:
+		p.Retryable = classifier(p.Retryable, true)
+		if p.Hedge != nil && p.Hedge.MaxHedges > 0 {
+			h := *p.Hedge // the caller's stays as it is
+			h.Discard = discardResponse
+			p.Hedge, hedging = &h, true
+		}
 	}
 	c.floor, c.budget = p.Floor, p.RetryBudget
 
@@ -458,19 +474,19 @@ func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (
 	if !retry {
 		return resp, nil, nil
 	}
-	se := &StatusError{Response: resp, Attempt: a.Number}
+	se := &StatusError{Response: resp, Attempt: a.Number, advice: shouldRetry(resp.Header)}
 	var serr error = se
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		asked := false
-		if v := resp.Header.Get("Retry-After"); v != "" {
-			var wait time.Duration
-			if wait, asked = parseRetryAfter(v, time.Now()); asked {
-				serr = deadline.RetryAfter(serr, wait)
-			}
+	if overload(resp.StatusCode) {
+		wait, asked := serverDelay(resp.Header, time.Now())
+		if asked {
+			serr = deadline.RetryAfter(serr, wait)
 		}
 		if n := c.t.cfg.overload; n > 0 && !asked && c.budget != nil {
 			c.budget.Charge(n) // an overload signal: every caller backs off
 		}
+	}
+	if se.advice == adviceNoRetry {
+		return resp, se, serr // the server said a retry cannot succeed
 	}
 	return resp, se, deadline.Retryable(serr)
 }
