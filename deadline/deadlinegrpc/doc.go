@@ -17,8 +17,9 @@
 // [deadline.Deadline] in the handler's context, so that the handler's
 // outgoing gRPC and HTTP calls spend the same budget.
 //
-// Package otelbudgetgrpc composes both with otelgrpc and otelbudget. The
-// package is its own module, so that programs that only speak HTTP never
-// download gRPC. docs/grpc.md describes the wire, the retry rules and the
+// This package is its own module, so that programs that only speak HTTP
+// never download gRPC; package otelbudgetgrpc (module
+// otelbudget/otelbudgetgrpc) composes both sides with otelgrpc and
+// otelbudget. docs/grpc.md describes the wire, the retry rules and the
 // telemetry.
 package deadlinegrpc

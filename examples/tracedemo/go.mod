@@ -6,6 +6,7 @@ replace github.com/deadlinebudget/budget => ../..
 
 require (
 	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/exporters/autoexport v0.72.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
@@ -61,3 +62,5 @@ require (
 )
 
 replace github.com/deadlinebudget/budget/deadline/deadlinegrpc => ../../deadline/deadlinegrpc
+
+replace github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc => ../../otelbudget/otelbudgetgrpc

@@ -15,7 +15,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/otelbudget"
 )
 
