@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/deadlinebudget/budget/deadline"
 )
@@ -94,9 +95,9 @@ type Client struct {
 // methodState is what a Client keeps about one method, so that an RPC
 // reads it with one lock-free lookup.
 type methodState struct {
-	safe    bool        // listed, or its descriptor says so (see [IsIdempotent])
-	checked atomic.Bool // the service config was read for a retryPolicy
-	warned  atomic.Bool // and had one: reported, never read again
+	safe        bool        // listed, or its descriptor says so (see [IsIdempotent])
+	checked     atomic.Bool // the service config was read, and had no retryPolicy
+	retryPolicy atomic.Bool // it had one: reported, and every attempt committed
 }
 
 // recheckEvery is how many calls of a method the client makes, on
@@ -134,27 +135,48 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 // DialOptions returns the options that install the client on a
 // connection: its unary and stream interceptors (chained, so that others
 // may be added) and grpc.WithDisableRetry(), so that grpc-go's own retry
-// does not repeat attempts behind the budget's back.
+// does not repeat attempts behind the budget's back. The interceptors it
+// installs know grpc-go does not retry, so they never read the service
+// config and keep grpc-go's transparent retries (see [Client], "grpc-go's
+// own retry").
 func (c *Client) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(c.UnaryInterceptor()),
-		grpc.WithChainStreamInterceptor(c.StreamInterceptor()),
+		grpc.WithChainUnaryInterceptor(c.unaryNoGRPCRetry),
+		grpc.WithChainStreamInterceptor(c.streamNoGRPCRetry),
 		grpc.WithDisableRetry(),
 	}
 }
 
 // UnaryInterceptor returns the client's unary interceptor; see [Client].
-// The reply is filled by the attempt that succeeds.
+// The reply is filled by the attempt that succeeds. Installed by hand, it
+// guards against grpc-go's own retry (see [Client], "grpc-go's own
+// retry"); [Client.DialOptions] need not.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor {
-	return c.unary
+	return c.unaryGuarded
 }
 
-func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	d, p := c.prepare(ctx, cc, method, true)
-	call := newUnaryCall(opts)
+func (c *Client) unaryGuarded(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return c.unary(ctx, method, req, reply, cc, invoker, true, opts)
+}
+
+func (c *Client) unaryNoGRPCRetry(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return c.unary(ctx, method, req, reply, cc, invoker, false, opts)
+}
+
+func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, guard bool, opts []grpc.CallOption) error {
+	d, p, commit := c.prepare(ctx, cc, method, true, guard)
+	if hedges(p) {
+		if r, ok := reply.(proto.Message); ok && r != nil {
+			return c.hedgedUnary(ctx, d, p, method, req, r, cc, invoker, commit, opts)
+		}
+		// Concurrent attempts need a reply each: without a proto
+		// message to make them from, the call is not hedged.
+		p.Hedge = nil
+	}
+	call := newUnaryCall(opts, commit)
 	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
 		if a.Number > 1 {
-			call = newUnaryCall(opts)
+			call = newUnaryCall(opts, commit)
 		}
 		err := invoker(actx, method, req, reply, cc, call.opts...)
 		return struct{}{}, c.mark(err, call.trailer)
@@ -174,45 +196,63 @@ type unaryCall struct {
 	inline  [unaryInlineOpts]grpc.CallOption
 }
 
-// unaryInlineOpts is how many call options (the caller's and the trailer
-// capture) a unaryCall holds without a second allocation.
-const unaryInlineOpts = 4
+// unaryInlineOpts is how many call options (the caller's, the trailer
+// capture and the commit) a unaryCall holds without a second allocation.
+const unaryInlineOpts = 5
 
-func newUnaryCall(opts []grpc.CallOption) *unaryCall {
+// commitAtFirstSend makes grpc-go commit an attempt's stream as soon as
+// its first message is sent (no buffer is kept to replay it), so that
+// grpc-go's retry, whatever the service config says, never repeats it. It
+// holds no state.
+var commitAtFirstSend = grpc.MaxRetryRPCBufferSize(0)
+
+func newUnaryCall(opts []grpc.CallOption, commit bool) *unaryCall {
 	u := new(unaryCall)
 	all := u.inline[:0]
-	if len(opts)+1 > len(u.inline) {
-		all = make([]grpc.CallOption, 0, len(opts)+1)
+	if len(opts)+2 > len(u.inline) {
+		all = make([]grpc.CallOption, 0, len(opts)+2)
 	}
 	all = append(all, opts...)
+	if commit {
+		all = append(all, commitAtFirstSend)
+	}
 	u.opts = append(all, grpc.Trailer(&u.trailer))
 	return u
 }
 
 // prepare finds the RPC's deadline and policy. retry says whether the
 // method may be sent more than once at all (a stream that has sent
-// messages may not).
-func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string, retry bool) (deadline.Deadline, deadline.Policy) {
+// messages may not). guard says the interceptor was installed by hand, so
+// that grpc-go's own retry may be on: commit then says each attempt must
+// be committed at its first message ([commitAtFirstSend]). A method that
+// may not be repeated is neither retried nor hedged.
+func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string, retry, guard bool) (d deadline.Deadline, p deadline.Policy, commit bool) {
 	d, ok := deadline.FromContext(ctx)
 	if !ok {
 		d = deadline.New(c.cfg.defaultBudget)
 	}
-	p := c.policyFor(ctx, method)
+	p = c.policyFor(ctx, method)
 	if p.Name == "" {
 		p.Name = strings.TrimPrefix(method, "/")
 	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	m := c.method(method)
 	safe := retry && m.safe
-	if !safe && p.MaxAttempts > 1 && c.debug(ctx) {
+	if !safe && (p.MaxAttempts > 1 || hedges(p)) && c.debug(ctx) {
 		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: method is not declared safe to repeat; sending it once", "method", method)
 	}
-	if safe && p.MaxAttempts > 1 {
-		c.checkDoubleRetry(ctx, cc, method, m)
+	if guard {
+		commit = c.grpcRetries(ctx, cc, method, m)
+	}
+	if !safe {
+		p.Hedge = nil
 	}
 	p.Retryable = classifier(safe, p.Retryable)
-	return d, p
+	return d, p, commit
 }
+
+// hedges reports whether p hedges ([deadline.Policy.Hedge]).
+func hedges(p deadline.Policy) bool { return p.Hedge != nil && p.Hedge.MaxHedges > 0 }
 
 // classifier returns the classifier of an RPC's attempts: custom (nil:
 // deadline.IsRetryable) for a method that is safe to repeat, except that a
@@ -285,32 +325,43 @@ func (c *Client) mark(err error, trailer metadata.MD) error {
 	return deadline.Retryable(err)
 }
 
-// checkDoubleRetry warns once per method when grpc-go's service config
-// gives a method this client retries a retryPolicy of its own. It reads
-// the config (under the connection's lock) on the method's first call and
-// then on one call in recheckEvery, at random: math/rand/v2's source is
-// per thread, so that choice writes nothing shared. Until the connection
-// has left idle, every call reads it.
-func (c *Client) checkDoubleRetry(ctx context.Context, cc *grpc.ClientConn, method string, m *methodState) {
-	if cc == nil || m.warned.Load() {
-		return
+// grpcRetries reports whether grpc-go might repeat an attempt of method
+// by its own retry: the service config gives the method a retryPolicy, or
+// the connection has not resolved its service config yet (Idle or
+// Connecting before the method was ever read), so the answer is not known.
+// The first time it finds a retryPolicy it logs a warning for the method.
+// Once it found none on a resolved connection, it reads the config again
+// on one call in recheckEvery, at random (math/rand/v2's source is per
+// thread, so that choice writes nothing shared), so that a later service
+// config is noticed without taking the connection's lock on every call.
+func (c *Client) grpcRetries(ctx context.Context, cc *grpc.ClientConn, method string, m *methodState) bool {
+	if cc == nil {
+		return false
+	}
+	if m.retryPolicy.Load() {
+		return true
 	}
 	if m.checked.Load() && rand.Uint32N(recheckEvery) != 0 {
-		return
+		return false
 	}
-	// An idle connection may not have its service config yet (the first
-	// RPC on it is what starts the resolver): only a reading made after it
-	// left idle counts as the method's first.
-	resolved := cc.GetState() != connectivity.Idle
+	// The service config comes with the resolver's first result, after the
+	// connection has left Idle: until a subchannel was tried (Ready or
+	// TransientFailure), a method without a retryPolicy may still get one.
+	state := cc.GetState()
+	resolved := state != connectivity.Idle && state != connectivity.Connecting
 	if cc.GetMethodConfig(method).RetryPolicy == nil {
 		if resolved {
 			m.checked.Store(true)
 		}
-		return
+		return !resolved
 	}
-	if m.warned.Swap(true) {
-		return
+	if !m.retryPolicy.Swap(true) {
+		what := "retried by this client only"
+		if !m.safe {
+			what = "sent once: it is not declared safe to repeat"
+		}
+		c.cfg.logger.WarnContext(ctx, "deadlinegrpc: the service config gives this method a grpc-go retryPolicy, whose retries ignore the budget; the client commits every attempt at its first message, so that grpc-go never repeats it, and the method is "+what+"; dial with Client.DialOptions() or grpc.WithDisableRetry() to keep grpc-go's transparent retries",
+			"method", method)
 	}
-	c.cfg.logger.WarnContext(ctx, "deadlinegrpc: the service config gives this method a grpc-go retryPolicy, whose retries ignore the budget; dial with grpc.WithDisableRetry() or remove its retryPolicy",
-		"method", method)
+	return true
 }

@@ -395,7 +395,7 @@ func TestWarnsOfGRPCRetryPolicy(t *testing.T) {
 		"retryPolicy":{"maxAttempts":2,"initialBackoff":"0.01s","maxBackoff":"0.1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
 	logs := &logBuffer{}
 	c := newClient(t, deadlinegrpc.WithLogger(logs.logger()))
-	v := start(t, inMemory, &echo{}, nil, c, grpc.WithDefaultServiceConfig(config))
+	v := start(t, inMemory, &echo{}, nil, nil, grpc.WithChainUnaryInterceptor(c.UnaryInterceptor()), grpc.WithDefaultServiceConfig(config))
 	for range 3 {
 		_, err := v.get(t.Context(), mGet, "x")
 		require.NoError(t, err)

@@ -37,15 +37,27 @@ import (
 // included). As with any gRPC stream, the caller must read it to the end or
 // cancel its context.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor {
-	return c.stream
+	return c.streamGuarded
 }
 
-func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}
+func (c *Client) streamGuarded(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return c.stream(ctx, desc, cc, method, streamer, true, opts)
+}
+
+func (c *Client) streamNoGRPCRetry(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return c.stream(ctx, desc, cc, method, streamer, false, opts)
+}
+
+func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, guard bool, opts []grpc.CallOption) (grpc.ClientStream, error) {
+	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, streamer: streamer, guard: guard, opts: opts}
 	if !desc.ClientStreams && desc.ServerStreams && c.safe(method) {
 		return s, nil // opened by the first RecvMsg or Header
 	}
-	d, p := c.prepare(ctx, cc, method, true)
+	d, p, commit := c.prepare(ctx, cc, method, true, guard)
+	p.Hedge = nil // only a stream opened lazily may be hedged
+	if commit {
+		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
+	}
 	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
 		l := newLease(ctx, actx, leaseCause(a))
 		cs, err := streamer(l.ctx, desc, cc, method, opts...)
@@ -79,6 +91,7 @@ type clientStream struct {
 	cc       *grpc.ClientConn
 	method   string
 	streamer grpc.Streamer
+	guard    bool // installed by hand: grpc-go's own retry may be on
 	opts     []grpc.CallOption
 
 	mu     sync.Mutex
@@ -209,11 +222,16 @@ func (s *clientStream) run(m any, header bool) (first bool, err error) {
 	s.sent = nil
 	s.mu.Unlock()
 
-	d, p := s.c.prepare(s.caller, s.cc, s.method, true)
+	d, p, commit := s.c.prepare(s.caller, s.cc, s.method, true, s.guard)
+	p.Hedge = nil // hedged server streams: see hedgedStream
+	opts := s.opts
+	if commit {
+		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
+	}
 	eof := false
 	_, err = deadline.Do(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
 		l := newLease(s.caller, actx, leaseCause(a))
-		cs, err := s.streamer(l.ctx, s.desc, s.cc, s.method, s.opts...)
+		cs, err := s.streamer(l.ctx, s.desc, s.cc, s.method, opts...)
 		if err != nil {
 			l.release()
 			return struct{}{}, s.c.mark(err, nil)
