@@ -96,6 +96,7 @@ type Client struct {
 // reads it with one lock-free lookup.
 type methodState struct {
 	safe        bool        // listed, or its descriptor says so (see [IsIdempotent])
+	exempt      bool        // long-lived: no budget when the caller set none (see [WithExemptMethods])
 	checked     atomic.Bool // the service config was read, and had no retryPolicy
 	retryPolicy atomic.Bool // it had one: reported, and every attempt committed
 }
@@ -110,7 +111,7 @@ func (c *Client) method(method string) *methodState {
 	if m, ok := c.methods.Load(method); ok {
 		return m.(*methodState)
 	}
-	m := &methodState{safe: c.cfg.idempotent[method] || IsIdempotent(c.cfg.files, method)}
+	m := &methodState{safe: c.cfg.idempotent[method] || IsIdempotent(c.cfg.files, method), exempt: c.cfg.exempt[method]}
 	actual, _ := c.methods.LoadOrStore(method, m)
 	return actual.(*methodState)
 }
@@ -164,6 +165,9 @@ func (c *Client) unaryNoGRPCRetry(ctx context.Context, method string, req, reply
 }
 
 func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, guard bool, opts []grpc.CallOption) error {
+	if c.method(method).exempt && unbounded(ctx) {
+		return invoker(ctx, method, req, reply, cc, opts...) // a long-lived method: no budget (see WithExemptMethods)
+	}
 	d, p, commit := c.prepare(ctx, cc, method, true, guard)
 	if hedges(p) {
 		if r, ok := reply.(proto.Message); ok && r != nil {

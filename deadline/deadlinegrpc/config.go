@@ -34,6 +34,7 @@ type clientConfig struct {
 	retryCodes    [codeCount]bool
 	idempotent    map[string]bool
 	files         *protoregistry.Files
+	exempt        exemptSet
 	logger        *slog.Logger
 	err           error // the first invalid option, returned by NewClient
 }
@@ -163,6 +164,7 @@ func newClientConfig(opts []ClientOption) clientConfig {
 		policy:        deadline.DefaultPolicy(),
 		defaultBudget: DefaultBudget,
 		files:         protoregistry.GlobalFiles,
+		exempt:        newExemptSet(),
 	}
 	c.retryCodes[codes.Unavailable] = true
 	c.retryCodes[codes.ResourceExhausted] = true

@@ -36,6 +36,7 @@ type serverConfig struct {
 	max       time.Duration
 	floor     time.Duration
 	admission []func(ctx context.Context, method string, a Admission)
+	exempt    exemptSet
 	err       error
 }
 
@@ -106,6 +107,11 @@ type Server struct{ cfg serverConfig }
 // budget-ms=5, floor-ms=20" and [RefusedTrailer], and the handler is not
 // called.
 //
+// An RPC of an exempt method ([WithExemptMethods]; the standard long-lived
+// streams, such as the health Watch, by default) that arrives without a
+// deadline is not admitted at all: its handler runs as without the
+// interceptors.
+//
 // Otherwise the handler runs with a context that carries a
 // [deadline.Deadline] of that budget and ends at it, so that
 // [deadline.FromContext], ctx.Done() and every [Client] or deadlinehttp
@@ -120,7 +126,7 @@ type Server struct{ cfg serverConfig }
 // and a [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget}
+	c := serverConfig{max: DefaultMaxBudget, exempt: newExemptSet()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
@@ -147,6 +153,9 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // UnaryInterceptor returns the server's unary interceptor; see [NewServer].
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if s.cfg.exempt.applies(ctx, info.FullMethod) {
+			return handler(ctx, req)
+		}
 		a, d := s.admit(ctx, info.FullMethod)
 		if a.Refused() {
 			_ = grpc.SetTrailer(ctx, refusedTrailer(a))
@@ -162,6 +171,9 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 // [NewServer].
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if s.cfg.exempt.applies(ss.Context(), info.FullMethod) {
+			return handler(srv, ss) // a long-lived stream: no maximum (see WithExemptMethods)
+		}
 		a, d := s.admit(ss.Context(), info.FullMethod)
 		if a.Refused() {
 			ss.SetTrailer(refusedTrailer(a))

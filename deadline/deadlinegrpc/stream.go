@@ -49,6 +49,9 @@ func (c *Client) streamNoGRPCRetry(ctx context.Context, desc *grpc.StreamDesc, c
 }
 
 func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, guard bool, opts []grpc.CallOption) (grpc.ClientStream, error) {
+	if c.method(method).exempt && unbounded(ctx) {
+		return streamer(ctx, desc, cc, method, opts...) // a long-lived stream: no budget (see WithExemptMethods)
+	}
 	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, streamer: streamer, guard: guard, opts: opts}
 	if !desc.ClientStreams && desc.ServerStreams && c.safe(method) {
 		return s, nil // opened by the first RecvMsg or Header
