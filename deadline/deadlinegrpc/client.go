@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -308,17 +307,19 @@ func (c *Client) debug(ctx context.Context) bool {
 	return c.cfg.logger.Enabled(ctx, slog.LevelDebug)
 }
 
-// mark classifies an attempt's error: a retryable code without a refusal
-// trailer becomes retryable, with the server's pushback applied.
+// mark classifies an attempt's error: one with a status gets its code's
+// name as its error.type ([statusError]), and a retryable code without a
+// refusal trailer becomes retryable, with the server's pushback applied.
 func (c *Client) mark(err error, trailer metadata.MD) error {
 	if err == nil {
 		return nil
 	}
-	st, ok := status.FromError(err)
+	err = withStatus(err)
+	se, ok := err.(*statusError)
 	if !ok {
 		return err
 	}
-	code := int(st.Code())
+	code := int(se.st.Code())
 	if code >= codeCount || !c.cfg.retryCodes[code] || len(trailer.Get(RefusedTrailer)) > 0 {
 		return err
 	}
