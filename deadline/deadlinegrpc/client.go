@@ -59,6 +59,19 @@ import (
 // A stream is never retried once a response message or its headers reached
 // the caller (see [Client.StreamInterceptor]).
 //
+// With a policy that hedges ([deadline.Policy.Hedge]), a unary method that
+// is safe to repeat is hedged through [deadline.DoHedged]: when an attempt
+// has had no answer for the hedge delay, the same request is sent beside
+// it, in its own lease; the first success wins, and the others are
+// canceled. Each attempt has its own reply, headers, trailer and peer; the
+// winner's are copied into the caller's. Every other RPC (a method not safe
+// to repeat, a stream, a reply that is not a proto message) is not hedged,
+// and is sent or retried as without hedging.
+//
+// An RPC of a long-lived method ([WithExemptMethods]: the health Watch,
+// ORCA and reflection streams by default) made without any deadline is
+// sent once as it is, without a budget.
+//
 // The server's [PushbackTrailer] on a retryable failure replaces the
 // backoff ([deadline.RetryAfter]) and is never shortened; when it does not
 // fit in what is left above the floor the call stops at once with
@@ -68,24 +81,27 @@ import (
 // # Errors
 //
 // When the call stops without a result the interceptor returns an
-// [*Error]: a gRPC status (DEADLINE_EXCEEDED for budget reasons) from which
-// errors.As reaches the [*deadline.StopError].
+// [*Error]: the last attempt's status unchanged (code, message, details),
+// or one made from the reason when no attempt produced a status; [StopOf]
+// (errors.As) reaches the [*deadline.StopError] that says why.
 //
 // # grpc-go's own retry
 //
 // grpc-go retries by itself the methods its service config gives a
-// retryPolicy, and those retries ignore the budget (each waits its own
-// backoff, and all share the attempt's lease). Turn them off for the methods
-// this client retries: dial with grpc.WithDisableRetry() (as
-// [Client.DialOptions] does), or give those methods no retryPolicy. The
-// client cannot see WithDisableRetry, but it reads the service config: when
-// a method it may retry has a retryPolicy there, it logs a warning once per
-// method ([WithLogger]). It reads the service config on the first call of
-// a method it may retry once the connection has left idle, and after that
-// on one call of that method in 1024, chosen at random, so that a later
-// service config (a resolver's update, or another connection the client is
-// installed on) that adds a retryPolicy is reported within about that many
-// calls, without taking the connection's lock on every call.
+// retryPolicy, and those retries ignore the budget and the methods'
+// safety. [Client.DialOptions] turns them off (grpc.WithDisableRetry()).
+// Interceptors installed by hand ([Client.UnaryInterceptor],
+// [Client.StreamInterceptor]) read the service config before the first
+// send: when the method has a retryPolicy, or the connection has not
+// resolved its config yet, every attempt is sent with
+// grpc.MaxRetryRPCBufferSize(0), which makes grpc-go commit it at its
+// first message, so that grpc-go never repeats it: a method not safe to
+// repeat reaches the server once, another at most the policy's MaxAttempts
+// times, from the first call on. The client logs a warning once per method
+// that has a retryPolicy ([WithLogger]). Once it found none on a resolved
+// connection, it reads the config again on one call of the method in 1024,
+// chosen at random, so that a later service config (a resolver's update)
+// is noticed without taking the connection's lock on every call.
 type Client struct {
 	cfg     clientConfig
 	methods sync.Map // method -> *methodState

@@ -149,7 +149,8 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 // WithLogger sets where the client reports what it decided without failing
 // the RPC: at debug level a method that got the default policy or is not
 // safe to repeat, at warn level (once per method) a grpc-go retryPolicy
-// found in the service config of a method the client retries. The default
+// found in the service config by interceptors installed by hand (see
+// [Client], "grpc-go's own retry"). The default
 // is slog.Default(); a nil l keeps it.
 func WithLogger(l *slog.Logger) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) {

@@ -9,8 +9,11 @@
 // deadline is its lease, so grpc-timeout carries the lease; only methods
 // declared safe to repeat are retried, on UNAVAILABLE and
 // RESOURCE_EXHAUSTED by default; the server's grpc-retry-pushback-ms is
-// honoured like Retry-After; and the stop reason is a gRPC status from which
-// errors.As reaches the [*deadline.StopError].
+// honoured like Retry-After; a hedging policy hedges idempotent unary
+// methods; and a stop returns the last attempt's status unchanged, the
+// reason reached by [StopOf]. The standard long-lived streams (health
+// Watch, ORCA, reflection) and those of [WithExemptMethods] get no budget
+// when their caller set none.
 //
 // A [Server]'s interceptors clamp the inbound deadline to the server's
 // maximum, refuse at once what arrives at or below the floor, and put the
