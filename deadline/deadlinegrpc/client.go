@@ -64,9 +64,11 @@ import (
 // has had no answer for the hedge delay, the same request is sent beside
 // it, in its own lease; the first success wins, and the others are
 // canceled. Each attempt has its own reply, headers, trailer and peer; the
-// winner's are copied into the caller's. Every other RPC (a method not safe
-// to repeat, a stream, a reply that is not a proto message) is not hedged,
-// and is sent or retried as without hedging.
+// winner's are copied into the caller's. A server stream of a method safe
+// to repeat is hedged the same way up to its first message (see
+// [Client.StreamInterceptor]). Every other RPC (a method not safe to
+// repeat, a client or bidirectional stream, a reply that is not a proto
+// message) is not hedged, and is sent or retried as without hedging.
 //
 // An RPC of a long-lived method ([WithExemptMethods]: the health Watch,
 // ORCA and reflection streams by default) made without any deadline is

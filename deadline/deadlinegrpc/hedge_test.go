@@ -3,6 +3,7 @@ package deadlinegrpc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,4 +148,46 @@ func TestHedgeOverLoopback(t *testing.T) {
 	assert.Equal(t, "x2", got)
 	assert.ErrorIs(t, <-canceled, context.Canceled, "the losing attempt was canceled")
 	assert.Equal(t, 2, e.count(mGet))
+}
+
+// A server stream of an idempotent method is hedged before its first
+// message: the first stream hangs, the hedge's first message wins, the
+// hanging stream is canceled, and the caller reads the rest of the
+// winner's stream.
+func TestSynctestServerStreamHedgedBeforeFirstMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		canceled := make(chan error, 1)
+		e := &echo{stream: func(ctx context.Context, c call, send func(string) error) error {
+			if c.n == 1 {
+				<-ctx.Done()
+				canceled <- ctx.Err()
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			for _, s := range []string{"a", "b"} {
+				if err := send(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}
+		v := start(t, inMemory, e, nil, newClient(t, deadlinegrpc.WithPolicy(hedgePolicy())))
+		began := time.Now()
+		stream, err := v.cc.NewStream(budgetCtx(t, time.Second), watchDesc, mWatch)
+		require.NoError(t, err)
+		require.NoError(t, stream.SendMsg(wrapperspb.String("x")))
+		require.NoError(t, stream.CloseSend())
+		var got []string
+		for {
+			out := new(wrapperspb.StringValue)
+			if err := stream.RecvMsg(out); err != nil {
+				require.ErrorIs(t, err, io.EOF)
+				break
+			}
+			got = append(got, out.GetValue())
+		}
+		assert.Equal(t, []string{"a", "b"}, got)
+		assert.Equal(t, 50*time.Millisecond, time.Since(began), "the hedge started after its delay")
+		assert.ErrorIs(t, <-canceled, context.Canceled, "the hanging stream was canceled")
+		assert.Equal(t, 2, e.count(mWatch))
+	})
 }

@@ -25,7 +25,8 @@ import (
 // behind the server interceptors, through a client with the client
 // interceptors: with and without a budget in the context, installed by
 // DialOptions and by hand, with no TestService method declared safe to
-// repeat and with all of them (the lazy server-stream path). The cases
+// repeat, with all of them (the lazy server-stream path), and with all of
+// them hedged after 5ms. The cases
 // report a failure through grpclog's Fatal, which TestMain's logger turns
 // into a panic that fails the case (see interopLogger).
 
@@ -43,15 +44,20 @@ var testServiceMethods = []string{
 
 func TestInterop(t *testing.T) {
 	for _, install := range []string{"DialOptions", "by hand"} {
-		for _, idempotent := range []bool{false, true} {
+		for _, methods := range []string{"none", "idempotent", "hedged"} {
 			for _, budget := range []bool{false, true} {
-				name := fmt.Sprintf("%s/idempotent=%v/budget=%v", install, idempotent, budget)
+				name := fmt.Sprintf("%s/%s/budget=%v", install, methods, budget)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					server, err := deadlinegrpc.NewServer()
 					require.NoError(t, err)
-					opts := []deadlinegrpc.ClientOption{deadlinegrpc.WithPolicy(fixedPolicy())}
-					if idempotent {
+					p := fixedPolicy()
+					if methods == "hedged" {
+						// Short enough that the larger cases are hedged.
+						p.Hedge = &deadline.Hedge{Delay: 5 * time.Millisecond, MaxHedges: 1}
+					}
+					opts := []deadlinegrpc.ClientOption{deadlinegrpc.WithPolicy(p)}
+					if methods != "none" {
 						opts = append(opts, deadlinegrpc.WithIdempotentMethods(testServiceMethods...))
 					}
 					client, err := deadlinegrpc.NewClient(opts...)

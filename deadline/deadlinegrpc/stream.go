@@ -57,7 +57,7 @@ func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		return s, nil // opened by the first RecvMsg or Header
 	}
 	d, p, commit := c.prepare(ctx, cc, method, true, guard)
-	p.Hedge = nil // only a stream opened lazily may be hedged
+	p.Hedge = nil // only a stream opened lazily may be hedged (see run)
 	if commit {
 		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
 	}
@@ -226,53 +226,20 @@ func (s *clientStream) run(m any, header bool) (first bool, err error) {
 	s.mu.Unlock()
 
 	d, p, commit := s.c.prepare(s.caller, s.cc, s.method, true, s.guard)
-	p.Hedge = nil // hedged server streams: see hedgedStream
 	opts := s.opts
 	if commit {
 		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
 	}
-	eof := false
-	_, err = deadline.Do(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
-		l := newLease(s.caller, actx, leaseCause(a))
-		cs, err := s.streamer(l.ctx, s.desc, s.cc, s.method, opts...)
-		if err != nil {
-			l.release()
-			return struct{}{}, s.c.mark(err, nil)
-		}
-		var md metadata.MD
-		err = replay(cs, sent, closed)
-		if err == nil {
-			if header {
-				md, err = cs.Header()
-				if err == nil && md == nil {
-					// The stream ended without headers: its status
-					// comes from RecvMsg (no message is decoded).
-					err = cs.RecvMsg(nil)
-				}
-			} else {
-				err = cs.RecvMsg(m)
-			}
-		}
-		if err == io.EOF {
-			// An OK status and no message: nothing to retry.
-			err, eof = nil, true
-		}
-		if err != nil {
-			if _, bounded := actx.Deadline(); bounded && l.ctx.Err() != nil {
-				// The lease ended the attempt at the attempt context's
-				// deadline: let deadline.Do see it too, so that it tells
-				// a ceiling, the shared deadline and a cancellation apart.
-				<-actx.Done()
-			}
-			trailer := cs.Trailer()
-			l.release()
-			return struct{}{}, s.c.mark(err, trailer)
-		}
-		s.mu.Lock()
-		s.cur, s.lease, s.header, s.eof = cs, l, md, eof
-		s.mu.Unlock()
-		return struct{}{}, nil
-	})
+	f := firstEvent{sent: sent, closed: closed, header: header, opts: opts}
+	var won *streamAttempt
+	if pm, ok := m.(proto.Message); hedges(p) && (header || ok && pm != nil) {
+		won, err = s.runHedged(d, p, f, pm)
+	} else {
+		p.Hedge = nil // concurrent attempts need a message each
+		won, err = deadline.Do(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (*streamAttempt, error) {
+			return s.attempt(actx, a, f, m)
+		})
+	}
 	if err != nil {
 		err = wrapError(err)
 		s.mu.Lock()
@@ -280,11 +247,124 @@ func (s *clientStream) run(m any, header bool) (first bool, err error) {
 		s.mu.Unlock()
 		return true, err
 	}
-	if eof {
+	s.mu.Lock()
+	s.cur, s.lease, s.header, s.eof = won.cs, won.lease, won.header, won.eof
+	s.mu.Unlock()
+	if won.eof {
 		s.finish()
 		return true, io.EOF
 	}
 	return true, nil
+}
+
+// firstEvent is what every attempt of a lazy stream sends, and what it
+// waits for: its first message, or its headers when header is set.
+type firstEvent struct {
+	sent   []any
+	closed bool
+	header bool
+	hedged bool // attempts run at once: a loser is canceled when it loses
+	opts   []grpc.CallOption
+}
+
+// streamAttempt is an attempt of a lazy stream that reached its first
+// event: the stream, its lease, the headers read (when Header came first),
+// and whether the stream ended with an OK status and no message.
+type streamAttempt struct {
+	cs     grpc.ClientStream
+	lease  *lease
+	header metadata.MD
+	msg    proto.Message // a hedged attempt's first message
+	eof    bool
+}
+
+// attempt opens one physical stream in a lease of its own, sends the kept
+// messages and waits for the first event, read into m.
+func (s *clientStream) attempt(actx context.Context, a deadline.AttemptInfo, f firstEvent, m any) (*streamAttempt, error) {
+	l := newLease(s.caller, actx, leaseCause(a))
+	cs, err := s.streamer(l.ctx, s.desc, s.cc, s.method, f.opts...)
+	if err != nil {
+		l.release()
+		return nil, s.c.mark(err, nil)
+	}
+	if f.hedged {
+		// Runs once, when the engine ends actx: a losing attempt's
+		// stream is canceled at once, also while it waits for its first
+		// event (the winner's lives on in its lease).
+		context.AfterFunc(actx, func() {
+			if context.Cause(actx) == deadline.ErrHedgeLost {
+				l.release()
+			}
+		})
+	}
+	r := &streamAttempt{cs: cs, lease: l}
+	err = replay(cs, f.sent, f.closed)
+	if err == nil {
+		if f.header {
+			r.header, err = cs.Header()
+			if err == nil && r.header == nil {
+				// The stream ended without headers: its status comes
+				// from RecvMsg (no message is decoded).
+				err = cs.RecvMsg(nil)
+			}
+		} else {
+			err = cs.RecvMsg(m)
+		}
+	}
+	if err == io.EOF {
+		// An OK status and no message: nothing to retry.
+		err, r.eof = nil, true
+	}
+	if err != nil {
+		if _, bounded := actx.Deadline(); bounded && l.ctx.Err() != nil {
+			// The lease ended the attempt at the attempt context's
+			// deadline: let deadline.Do see it too, so that it tells a
+			// ceiling, the shared deadline and a cancellation apart.
+			<-actx.Done()
+		}
+		trailer := cs.Trailer()
+		l.release()
+		return nil, s.c.mark(err, trailer)
+	}
+	return r, nil
+}
+
+// runHedged runs a lazy server stream whose policy hedges, under
+// [deadline.DoHedged]: while an attempt has had no first event for the
+// hedge delay, another stream is opened beside it. Each attempt reads its
+// first message into one of its own; the winner's is merged into m (nil
+// when the caller asked for the headers). A losing attempt's stream is
+// canceled as soon as it loses, and one that reached its first event after
+// another had won is canceled when DoHedged discards it.
+func (s *clientStream) runHedged(d deadline.Deadline, p deadline.Policy, f firstEvent, m proto.Message) (*streamAttempt, error) {
+	h := *p.Hedge // the caller's stays as it is
+	h.Discard = func(v any) {
+		if r, ok := v.(*streamAttempt); ok && r != nil {
+			r.lease.release()
+		}
+	}
+	p.Hedge = &h
+	f.hedged = true
+	won, err := deadline.DoHedged(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (*streamAttempt, error) {
+		var msg proto.Message
+		if !f.header {
+			msg = m.ProtoReflect().New().Interface()
+		}
+		r, err := s.attempt(actx, a, f, msg)
+		if err != nil {
+			return nil, err
+		}
+		r.msg = msg
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if won.msg != nil && !won.eof {
+		proto.Reset(m)
+		proto.Merge(m, won.msg)
+	}
+	return won, nil
 }
 
 // replay sends the kept messages and CloseSend on a new attempt. io.EOF
