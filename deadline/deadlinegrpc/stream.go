@@ -21,10 +21,17 @@ import (
 // first response message (or its headers, when Header was called first),
 // or at its status. A failed attempt is retried like a unary RPC, the
 // request sent again (a proto message is cloned when sent, so the caller
-// may reuse it). Once a response message or the headers reached the caller
+// may reuse it). With a policy that hedges ([deadline.Policy.Hedge]) and a
+// proto message to read into, the attempts up to the first event are
+// hedged: a stream is opened beside one that has had no first event for
+// the hedge delay, the first to get one wins, and the others are canceled
+// at once. Once a response message or the headers reached the caller
 // nothing is retried: a later error is the stream's own, returned as it is.
-// An error that stops the call is an [*Error], returned by that RecvMsg (or
-// Header) and every later one.
+// An error that stops the call is an [*Error] (the last attempt's status,
+// unchanged), returned by that RecvMsg (or Header) and every later one.
+//
+// A stream of a long-lived method ([WithExemptMethods]) opened without any
+// deadline is opened once, as it is, without a budget.
 //
 // Every other stream (client-streaming, bidirectional, or a method not safe
 // to repeat) is opened at once under [deadline.Do]: only a failure to open
