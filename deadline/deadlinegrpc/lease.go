@@ -16,10 +16,12 @@ import (
 // context).
 //
 // release frees the lease: its timer and the AfterFunc registration, which
-// cancels the stream if it still runs. It is idempotent.
+// cancels the stream if it still runs. It is idempotent. cancel ends the
+// lease with a cause at once, without freeing it (release still must).
 type lease struct {
 	ctx     context.Context
 	release func()
+	cancel  func(cause error) // ends ctx with cause, as the caller's cancellation does
 }
 
 func newLease(caller, attempt context.Context, cause error) *lease {
@@ -30,7 +32,7 @@ func newLease(caller, attempt context.Context, cause error) *lease {
 	}
 	stop := context.AfterFunc(caller, func() { cancelCause(context.Cause(caller)) })
 	var once sync.Once
-	return &lease{ctx: ctx, release: func() {
+	return &lease{ctx: ctx, cancel: cancelCause, release: func() {
 		once.Do(func() {
 			stop()
 			cancel()

@@ -125,11 +125,12 @@ func (s *clientStream) SendMsg(m any) error {
 		s.mu.Unlock()
 		return nil
 	}
-	cur, err := s.cur, s.err
+	cur, err, l := s.cur, s.err, s.lease
 	s.mu.Unlock()
 	if cur == nil {
 		return err
 	}
+	s.follow(l)
 	return cur.SendMsg(m)
 }
 
@@ -140,11 +141,12 @@ func (s *clientStream) CloseSend() error {
 		s.mu.Unlock()
 		return nil
 	}
-	cur := s.cur
+	cur, l := s.cur, s.lease
 	s.mu.Unlock()
 	if cur == nil {
 		return nil
 	}
+	s.follow(l)
 	return cur.CloseSend()
 }
 
@@ -177,11 +179,12 @@ func (s *clientStream) Header() (metadata.MD, error) {
 		return md, err
 	}
 	s.mu.Lock()
-	cur, err := s.cur, s.err
+	cur, err, l := s.cur, s.err, s.lease
 	s.mu.Unlock()
 	if cur == nil {
 		return nil, err
 	}
+	s.follow(l)
 	return cur.Header()
 }
 
@@ -193,7 +196,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		return err
 	}
 	s.mu.Lock()
-	cur, err, eof := s.cur, s.err, s.eof
+	cur, err, eof, l := s.cur, s.err, s.eof, s.lease
 	s.mu.Unlock()
 	if cur == nil {
 		return err
@@ -201,11 +204,25 @@ func (s *clientStream) RecvMsg(m any) error {
 	if eof {
 		return io.EOF
 	}
+	s.follow(l)
 	err = cur.RecvMsg(m)
 	if err != nil {
 		s.finish()
 	}
 	return err
+}
+
+// follow ends the stream's lease now if the caller's context has ended:
+// the lease follows the caller's cancellation through context.AfterFunc,
+// which runs on a goroutine of its own, so that a caller that cancels and
+// then calls the stream (CloseSend and RecvMsg) would otherwise race it and
+// might see the stream finish. Checked on every call, the cancellation is
+// in effect before the call, as it is on a stream opened without the
+// interceptors.
+func (s *clientStream) follow(l *lease) {
+	if l != nil && s.caller.Err() != nil {
+		l.cancel(context.Cause(s.caller))
+	}
 }
 
 // finish frees the lease once the stream has ended.

@@ -2,6 +2,8 @@ package deadlinegrpc_test
 
 import (
 	"context"
+	"google.golang.org/grpc/interop"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"io"
 	"testing"
 	"time"
@@ -192,4 +194,22 @@ func TestCanceledStreamsLeakNothing(t *testing.T) {
 	_, err := v.open(t, ctx, watchDesc, mWatch, "x")
 	require.NoError(t, err)
 	cancel()
+}
+
+// A caller that cancels a stream and then finishes it (CloseSend, RecvMsg)
+// gets CANCELLED every time, as without the interceptors, even from a
+// server that answers OK as soon as the client closes (grpc-go's interop
+// server, case cancel_after_begin): the lease follows the cancellation
+// before each call, not only once its AfterFunc has run.
+func TestStreamCanceledBeforeCloseIsCanceled(t *testing.T) {
+	v := startWith(t, loopback, func(s *grpc.Server) { testgrpc.RegisterTestServiceServer(s, interop.NewTestServer()) }, nil, newClient(t))
+	tc := testgrpc.NewTestServiceClient(v.cc)
+	for range 300 {
+		ctx, cancel := context.WithCancel(budgetCtx(t, time.Minute))
+		stream, err := tc.StreamingInputCall(ctx)
+		require.NoError(t, err)
+		cancel()
+		_, err = stream.CloseAndRecv()
+		require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	}
 }
