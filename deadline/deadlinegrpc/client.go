@@ -182,10 +182,11 @@ func (c *Client) unaryNoGRPCRetry(ctx context.Context, method string, req, reply
 }
 
 func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, guard bool, opts []grpc.CallOption) error {
-	if c.method(method).exempt && unbounded(ctx) {
+	m := c.method(method)
+	if m.exempt && unbounded(ctx) {
 		return invoker(ctx, method, req, reply, cc, opts...) // a long-lived method: no budget (see WithExemptMethods)
 	}
-	d, p, commit := c.prepare(ctx, cc, method, true, guard)
+	d, p, commit := c.prepare(ctx, cc, method, m, true, guard)
 	if hedges(p) {
 		if r, ok := reply.(proto.Message); ok && r != nil {
 			return c.hedgedUnary(ctx, d, p, method, req, r, cc, invoker, commit, opts)
@@ -241,13 +242,14 @@ func newUnaryCall(opts []grpc.CallOption, commit bool) *unaryCall {
 	return u
 }
 
-// prepare finds the RPC's deadline and policy. retry says whether the
+// prepare finds the RPC's deadline and policy; m is the method's state
+// ([Client.method]). retry says whether the
 // method may be sent more than once at all (a stream that has sent
 // messages may not). guard says the interceptor was installed by hand, so
 // that grpc-go's own retry may be on: commit then says each attempt must
 // be committed at its first message ([commitAtFirstSend]). A method that
 // may not be repeated is neither retried nor hedged.
-func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string, retry, guard bool) (d deadline.Deadline, p deadline.Policy, commit bool) {
+func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string, m *methodState, retry, guard bool) (d deadline.Deadline, p deadline.Policy, commit bool) {
 	d, ok := deadline.FromContext(ctx)
 	if !ok {
 		d = deadline.New(c.cfg.defaultBudget)
@@ -257,7 +259,6 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 		p.Name = strings.TrimPrefix(method, "/")
 	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
-	m := c.method(method)
 	safe := retry && m.safe
 	if !safe && (p.MaxAttempts > 1 || hedges(p)) && c.debug(ctx) {
 		c.cfg.logger.DebugContext(ctx, "deadlinegrpc: method is not declared safe to repeat; sending it once", "method", method)

@@ -56,14 +56,15 @@ func (c *Client) streamNoGRPCRetry(ctx context.Context, desc *grpc.StreamDesc, c
 }
 
 func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, guard bool, opts []grpc.CallOption) (grpc.ClientStream, error) {
-	if c.method(method).exempt && unbounded(ctx) {
+	m := c.method(method)
+	if m.exempt && unbounded(ctx) {
 		return streamer(ctx, desc, cc, method, opts...) // a long-lived stream: no budget (see WithExemptMethods)
 	}
-	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, streamer: streamer, guard: guard, opts: opts}
-	if !desc.ClientStreams && desc.ServerStreams && c.safe(method) {
+	s := &clientStream{c: c, caller: ctx, desc: desc, cc: cc, method: method, state: m, streamer: streamer, guard: guard, opts: opts}
+	if !desc.ClientStreams && desc.ServerStreams && m.safe {
 		return s, nil // opened by the first RecvMsg or Header
 	}
-	d, p, commit := c.prepare(ctx, cc, method, true, guard)
+	d, p, commit := c.prepare(ctx, cc, method, m, true, guard)
 	p.Hedge = nil // only a stream opened lazily may be hedged (see run)
 	if commit {
 		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
@@ -100,6 +101,7 @@ type clientStream struct {
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
 	method   string
+	state    *methodState
 	streamer grpc.Streamer
 	guard    bool // installed by hand: grpc-go's own retry may be on
 	opts     []grpc.CallOption
@@ -249,7 +251,7 @@ func (s *clientStream) run(m any, header bool) (first bool, err error) {
 	s.sent = nil
 	s.mu.Unlock()
 
-	d, p, commit := s.c.prepare(s.caller, s.cc, s.method, true, s.guard)
+	d, p, commit := s.c.prepare(s.caller, s.cc, s.method, s.state, true, s.guard)
 	opts := s.opts
 	if commit {
 		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
