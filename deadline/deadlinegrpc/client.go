@@ -193,7 +193,7 @@ func (c *Client) unary(ctx context.Context, method string, req, reply any, cc *g
 		}
 		// Concurrent attempts need a reply each: without a proto
 		// message to make them from, the call is not hedged.
-		p.Hedge = nil
+		noHedge(&p)
 	}
 	call := newUnaryCall(opts, commit)
 	_, err := deadline.Do(ctx, d, p, func(actx context.Context, a deadline.AttemptInfo) (struct{}, error) {
@@ -267,7 +267,7 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 		commit = c.grpcRetries(ctx, cc, method, m)
 	}
 	if !safe {
-		p.Hedge = nil
+		noHedge(&p)
 	}
 	p.Retryable = classifier(safe, p.Retryable)
 	return d, p, commit
@@ -275,6 +275,15 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 
 // hedges reports whether p hedges ([deadline.Policy.Hedge]).
 func hedges(p deadline.Policy) bool { return p.Hedge != nil && p.Hedge.MaxHedges > 0 }
+
+// noHedge turns hedging off for a call that is sent without it. An invalid
+// policy is left as it is, so that the call still reports it (a
+// [*deadline.PolicyError]) whether or not the method could be hedged.
+func noHedge(p *deadline.Policy) {
+	if p.Hedge != nil && p.Validate() == nil {
+		p.Hedge = nil
+	}
+}
 
 // classifier returns the classifier of an RPC's attempts: custom (nil:
 // deadline.IsRetryable) for a method that is safe to repeat, except that a

@@ -132,6 +132,13 @@ func TestInvalidHedgeIsRefused(t *testing.T) {
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, "Policy.Hedge.Delay", pe.Field)
 	assert.Zero(t, e.count(mGet))
+
+	// The same for a method that would not be hedged anyway.
+	_, err = v.get(deadlinegrpc.WithRequestPolicy(budgetCtx(t, time.Second), bad), mPut, "x")
+	assert.Equal(t, codes.Internal, status.Code(err))
+	_, ok = errors.AsType[*deadline.PolicyError](err)
+	assert.True(t, ok, "%v", err)
+	assert.Zero(t, e.count(mPut))
 }
 
 // Over loopback TCP, in real time: the hedge wins over a hanging first

@@ -65,7 +65,7 @@ func (c *Client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		return s, nil // opened by the first RecvMsg or Header
 	}
 	d, p, commit := c.prepare(ctx, cc, method, m, true, guard)
-	p.Hedge = nil // only a stream opened lazily may be hedged (see run)
+	noHedge(&p) // only a stream opened lazily may be hedged (see run)
 	if commit {
 		opts = append(opts[:len(opts):len(opts)], commitAtFirstSend)
 	}
@@ -261,7 +261,7 @@ func (s *clientStream) run(m any, header bool) (first bool, err error) {
 	if pm, ok := m.(proto.Message); hedges(p) && (header || ok && pm != nil) {
 		won, err = s.runHedged(d, p, f, pm)
 	} else {
-		p.Hedge = nil // concurrent attempts need a message each
+		noHedge(&p) // concurrent attempts need a message each
 		won, err = deadline.Do(s.caller, d, p, func(actx context.Context, a deadline.AttemptInfo) (*streamAttempt, error) {
 			return s.attempt(actx, a, f, m)
 		})
