@@ -44,6 +44,10 @@ var testServiceMethods = []string{
 }
 
 func TestInterop(t *testing.T) {
+	t.Run("plain grpc-go", func(t *testing.T) {
+		t.Parallel() // the control: the same cases without the interceptors
+		RunInterop(t, t.Context(), nil, nil, false)
+	})
 	for _, install := range []string{"DialOptions", "by hand"} {
 		for _, methods := range []string{"none", "idempotent", "hedged"} {
 			for _, budget := range []bool{false, true} {

@@ -127,12 +127,11 @@ func (s *clientStream) SendMsg(m any) error {
 		s.mu.Unlock()
 		return nil
 	}
-	cur, err, l := s.cur, s.err, s.lease
+	cur, err := s.cur, s.err
 	s.mu.Unlock()
 	if cur == nil {
 		return err
 	}
-	s.follow(l)
 	return cur.SendMsg(m)
 }
 
@@ -143,12 +142,11 @@ func (s *clientStream) CloseSend() error {
 		s.mu.Unlock()
 		return nil
 	}
-	cur, l := s.cur, s.lease
+	cur := s.cur
 	s.mu.Unlock()
 	if cur == nil {
 		return nil
 	}
-	s.follow(l)
 	return cur.CloseSend()
 }
 
@@ -181,12 +179,11 @@ func (s *clientStream) Header() (metadata.MD, error) {
 		return md, err
 	}
 	s.mu.Lock()
-	cur, err, l := s.cur, s.err, s.lease
+	cur, err := s.cur, s.err
 	s.mu.Unlock()
 	if cur == nil {
 		return nil, err
 	}
-	s.follow(l)
 	return cur.Header()
 }
 
@@ -198,7 +195,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		return err
 	}
 	s.mu.Lock()
-	cur, err, eof, l := s.cur, s.err, s.eof, s.lease
+	cur, err, eof := s.cur, s.err, s.eof
 	s.mu.Unlock()
 	if cur == nil {
 		return err
@@ -206,25 +203,11 @@ func (s *clientStream) RecvMsg(m any) error {
 	if eof {
 		return io.EOF
 	}
-	s.follow(l)
 	err = cur.RecvMsg(m)
 	if err != nil {
 		s.finish()
 	}
 	return err
-}
-
-// follow ends the stream's lease now if the caller's context has ended:
-// the lease follows the caller's cancellation through context.AfterFunc,
-// which runs on a goroutine of its own, so that a caller that cancels and
-// then calls the stream (CloseSend and RecvMsg) would otherwise race it and
-// might see the stream finish. Checked on every call, the cancellation is
-// in effect before the call, as it is on a stream opened without the
-// interceptors.
-func (s *clientStream) follow(l *lease) {
-	if l != nil && s.caller.Err() != nil {
-		l.cancel(context.Cause(s.caller))
-	}
 }
 
 // finish frees the lease once the stream has ended.

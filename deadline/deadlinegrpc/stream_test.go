@@ -196,10 +196,10 @@ func TestCanceledStreamsLeakNothing(t *testing.T) {
 	cancel()
 }
 
-// A caller that cancels a stream and then calls it (CloseSend) finds the
-// stream's context ended by then, as without the interceptors: the lease
-// follows the cancellation before each call, not only once its AfterFunc
-// has run. (grpc-go's interop case cancel_after_begin, which then expects
+// A caller that cancels a stream finds the stream's context ended as soon
+// as cancel returns, as without the interceptors: the lease is a child of
+// the caller's context, and grpc-go's stream context a child of the lease,
+// not one a goroutine cancels later. (grpc-go's interop case cancel_after_begin, which then expects
 // CANCELLED from CloseAndRecv, failed far more often through the
 // interceptors than without them.)
 func TestStreamCanceledBeforeCloseIsCanceled(t *testing.T) {
@@ -210,8 +210,8 @@ func TestStreamCanceledBeforeCloseIsCanceled(t *testing.T) {
 		stream, err := tc.StreamingInputCall(ctx)
 		require.NoError(t, err)
 		cancel()
+		require.ErrorIs(t, stream.Context().Err(), context.Canceled, "the stream's context ended within cancel")
 		require.NoError(t, stream.CloseSend())
-		require.ErrorIs(t, stream.Context().Err(), context.Canceled, "the stream's context ended before CloseSend returned")
 		_, _ = stream.CloseAndRecv() // CANCELLED, but for grpc-go's own race with a server that answers at once
 	}
 }
