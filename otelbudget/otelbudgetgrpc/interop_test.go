@@ -158,14 +158,33 @@ func RunInterop(t *testing.T, ctx context.Context, serverOpts []grpc.ServerOptio
 			if hedged && strings.HasPrefix(c.name, "orca_") {
 				t.Skip("hedged attempts would write the ORCA picker's per-call result at once")
 			}
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("%s: %v", c.name, r)
+			tries := 1
+			if c.name == "cancel_after_begin" {
+				// The case races grpc-go's own goroutine that resets a
+				// canceled stream against the server's OK to the half-close
+				// sent after the cancel; on a loaded machine plain grpc-go
+				// loses it now and then too. A real fault fails every try
+				// (deadlinegrpc's TestStreamCanceledBeforeCloseIsCanceled checks the
+				// property the interceptors owe it deterministically).
+				tries = 3
+			}
+			var failure any
+			for range tries {
+				if failure = runCase(c.run); failure == nil {
+					return
 				}
-			}()
-			c.run()
+			}
+			t.Fatalf("%s: %v", c.name, failure)
 		})
 	}
+}
+
+// runCase runs an interop case and returns what its grpclog Fatal panicked
+// with, nil when it passed.
+func runCase(run func()) (failure any) {
+	defer func() { failure = recover() }()
+	run()
+	return nil
 }
 
 // orcaService is ORCA's out-of-band service as grpc-go's interop server
