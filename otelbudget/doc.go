@@ -36,8 +36,8 @@
 // that each physical request is exactly one semantic-conventions CLIENT span
 // carrying the attempt attributes and http.request.resend_count, a child of
 // the call span; it is built on [Observer.ClientHooks] and
-// [Observer.ClientTracerProvider]. For gRPC, the module
-// deadline/deadlinegrpc (package otelbudgetgrpc) does the same with
+// [Observer.ClientTracerProvider]. For gRPC, package
+// otelbudgetgrpc (module otelbudget/otelbudgetgrpc) does the same with
 // otelgrpc, on [Observer.ClientHooks] and [Observer.RPCClientTracerProvider]:
 // the attempt spans carry no http.* attribute (the semantic conventions have
 // no RPC resend count; deadline.attempt.number says it).

@@ -54,7 +54,8 @@ func callErrorType(r deadline.Reason) string {
 // other sentinels: their stop reason), and the first ErrorType() string
 // method whose value is in the set gives that value (a
 // deadlinehttp.StatusError its status code, a StopError its stop reason, an
-// AttemptTimeoutError "attempt_timeout"). Anything else, Go type names and
+// AttemptTimeoutError "attempt_timeout", an attempt error of deadlinegrpc
+// its gRPC status code's name). Anything else, Go type names and
 // unknown ErrorType() values included, is "_OTHER".
 func errorType(err error) string {
 	if err == nil {
@@ -116,7 +117,21 @@ func documented(s string) bool {
 			return true
 		}
 	}
-	return isStatusCode(s)
+	return isStatusCode(s) || isGRPCCode(s)
+}
+
+// isGRPCCode reports whether s is the canonical name of a gRPC status code
+// other than OK, as the semantic conventions (and otelgrpc) write it in
+// error.type and rpc.response.status_code: "UNAVAILABLE",
+// "RESOURCE_EXHAUSTED", … (deadlinegrpc's attempt errors report it).
+func isGRPCCode(s string) bool {
+	switch s {
+	case "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+		"PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+		"UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED":
+		return true
+	}
+	return false
 }
 
 // isStatusCode reports whether s is an HTTP status code, 100 to 599, as

@@ -108,7 +108,7 @@ func (o *Observer) Hooks() *deadline.Hooks { return o.hooks }
 //
 // Use them together with one of those providers; package otelbudgethttp
 // does this for net/http, and the gRPC composition
-// (deadlinegrpc/otelbudgetgrpc) for gRPC. When the same call is also
+// (otelbudget/otelbudgetgrpc) for gRPC. When the same call is also
 // observed through [Observer.Hooks] of this observer, ClientHooks decide:
 // the attempts are the client's spans. Like Hooks, it returns nil when both
 // providers are no-ops.

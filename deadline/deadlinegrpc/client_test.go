@@ -224,8 +224,9 @@ func TestPushbackTooLongStopsAtOnce(t *testing.T) {
 	_, err := v.get(budgetCtx(t, 2*time.Second), mGet, "x")
 	assert.Less(t, time.Since(began), 10*time.Second, "the 10s pushback was not slept")
 	assert.Equal(t, 1, e.count(mGet))
-	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "a budget reason")
+	assert.Equal(t, codes.Unavailable, status.Code(err), "the server's status, not one made for the budget reason")
 	stop := stopOf(t, err)
+	assert.True(t, err.(interface{ Timeout() bool }).Timeout(), "a budget reason")
 	assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
 	assert.Equal(t, 10*time.Second, stop.Wait)
 	assert.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
@@ -394,7 +395,7 @@ func TestWarnsOfGRPCRetryPolicy(t *testing.T) {
 		"retryPolicy":{"maxAttempts":2,"initialBackoff":"0.01s","maxBackoff":"0.1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
 	logs := &logBuffer{}
 	c := newClient(t, deadlinegrpc.WithLogger(logs.logger()))
-	v := start(t, inMemory, &echo{}, nil, c, grpc.WithDefaultServiceConfig(config))
+	v := start(t, inMemory, &echo{}, nil, nil, grpc.WithChainUnaryInterceptor(c.UnaryInterceptor()), grpc.WithDefaultServiceConfig(config))
 	for range 3 {
 		_, err := v.get(t.Context(), mGet, "x")
 		require.NoError(t, err)

@@ -34,6 +34,7 @@ type clientConfig struct {
 	retryCodes    [codeCount]bool
 	idempotent    map[string]bool
 	files         *protoregistry.Files
+	exempt        exemptSet
 	logger        *slog.Logger
 	err           error // the first invalid option, returned by NewClient
 }
@@ -148,7 +149,8 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 // WithLogger sets where the client reports what it decided without failing
 // the RPC: at debug level a method that got the default policy or is not
 // safe to repeat, at warn level (once per method) a grpc-go retryPolicy
-// found in the service config of a method the client retries. The default
+// found in the service config by interceptors installed by hand (see
+// [Client], "grpc-go's own retry"). The default
 // is slog.Default(); a nil l keeps it.
 func WithLogger(l *slog.Logger) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) {
@@ -163,6 +165,7 @@ func newClientConfig(opts []ClientOption) clientConfig {
 		policy:        deadline.DefaultPolicy(),
 		defaultBudget: DefaultBudget,
 		files:         protoregistry.GlobalFiles,
+		exempt:        newExemptSet(),
 	}
 	c.retryCodes[codes.Unavailable] = true
 	c.retryCodes[codes.ResourceExhausted] = true

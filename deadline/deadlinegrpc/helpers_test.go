@@ -206,8 +206,16 @@ const (
 // end of the test.
 func start(t *testing.T, where string, e *echo, serverOpts []grpc.ServerOption, client *deadlinegrpc.Client, dialOpts ...grpc.DialOption) *env {
 	t.Helper()
+	v := startWith(t, where, func(s *grpc.Server) { s.RegisterService(&echoDesc, e) }, serverOpts, client, dialOpts...)
+	v.srv = e
+	return v
+}
+
+// startWith is start with the services register adds; the env's srv is nil.
+func startWith(t *testing.T, where string, register func(*grpc.Server), serverOpts []grpc.ServerOption, client *deadlinegrpc.Client, dialOpts ...grpc.DialOption) *env {
+	t.Helper()
 	s := grpc.NewServer(serverOpts...)
-	s.RegisterService(&echoDesc, e)
+	register(s)
 	var lis net.Listener
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	target := "passthrough:///bufnet"
@@ -234,7 +242,7 @@ func start(t *testing.T, where string, e *echo, serverOpts []grpc.ServerOption, 
 		cc.Close()
 		s.Stop()
 	})
-	return &env{srv: e, cc: cc}
+	return &env{cc: cc}
 }
 
 func (v *env) get(ctx context.Context, method, in string) (string, error) {

@@ -41,8 +41,3 @@ func IsIdempotent(files *protoregistry.Files, method string) bool {
 	}
 	return false
 }
-
-// safe reports whether the client may send method more than once: it is in
-// the explicit list, or its descriptor declares it safe. The answer is
-// cached per method.
-func (c *Client) safe(method string) bool { return c.method(method).safe }

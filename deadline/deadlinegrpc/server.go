@@ -38,6 +38,7 @@ type serverConfig struct {
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *deadline.LearnedAdmission // WithLearnedAdmission
 	queue     *deadline.AdmissionQueue   // WithAdmissionQueue
+	exempt    exemptSet
 	err       error
 }
 
@@ -113,6 +114,11 @@ type Server struct {
 // budget-ms=5, floor-ms=20" and [RefusedTrailer], and the handler is not
 // called.
 //
+// An RPC of an exempt method ([WithExemptMethods]; the standard long-lived
+// streams, such as the health Watch, by default) that arrives without a
+// deadline is not admitted at all: its handler runs as without the
+// interceptors.
+//
 // Otherwise the handler runs with a context that carries a
 // [deadline.Deadline] of that budget and ends at it, so that
 // [deadline.FromContext], ctx.Done() and every [Client] or deadlinehttp
@@ -128,7 +134,7 @@ type Server struct {
 // [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget}
+	c := serverConfig{max: DefaultMaxBudget, exempt: newExemptSet()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
@@ -163,6 +169,9 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 // UnaryInterceptor returns the server's unary interceptor; see [NewServer].
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if s.cfg.exempt.applies(ctx, info.FullMethod) {
+			return handler(ctx, req)
+		}
 		a, d, t := s.admit(ctx, info.FullMethod, s.unary)
 		if a.Refused() {
 			if a.Refusal.Budget() {
@@ -184,6 +193,9 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 // [NewServer].
 func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if s.cfg.exempt.applies(ss.Context(), info.FullMethod) {
+			return handler(srv, ss) // a long-lived stream: no maximum (see WithExemptMethods)
+		}
 		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams)
 		if a.Refused() {
 			ss.SetTrailer(refusedTrailer(a))

@@ -7,6 +7,7 @@ replace github.com/deadlinebudget/budget => ../..
 require (
 	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
 	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.0.0-00010101000000-000000000000
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.100.0
@@ -84,3 +85,5 @@ replace github.com/deadlinebudget/budget/deadline/deadlinegrpc => ../../deadline
 replace github.com/deadlinebudget/budget/deadline/deadlinemcp => ../../deadline/deadlinemcp
 
 replace github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp => ../../otelbudget/otelbudgetmcp
+
+replace github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc => ../../otelbudget/otelbudgetgrpc

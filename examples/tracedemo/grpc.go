@@ -25,8 +25,8 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
 // The transports the demo speaks to its providers (-transport).

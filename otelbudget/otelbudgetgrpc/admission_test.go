@@ -17,7 +17,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
 )

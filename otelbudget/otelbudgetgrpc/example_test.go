@@ -15,8 +15,8 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
 // One observer for the whole program: a call through the connection is one

@@ -15,22 +15,27 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	grpclog.SetLoggerV2(newInteropLogger())
+	goleak.VerifyTestMain(m)
+}
 
 const method = "/deadlinegrpc.test.Echo/Get"
 
@@ -126,6 +131,10 @@ func TestOneClientSpanPerAttemptUnderTheCallSpan(t *testing.T) {
 	}
 	assert.Equal(t, "error", attrs(clients[0])[otelbudget.AttrAttemptEndedBy].AsString())
 	assert.Equal(t, "completed", attrs(clients[2])[otelbudget.AttrAttemptEndedBy].AsString())
+	for _, s := range clients[:2] {
+		assert.Equal(t, "UNAVAILABLE", attrs(s)[semconv.ErrorTypeKey].AsString(), "the status code's name, as the semantic conventions write it")
+	}
+	assert.NotContains(t, attrs(clients[2]), semconv.ErrorTypeKey)
 
 	require.Len(t, servers, 3)
 	for _, s := range servers {
