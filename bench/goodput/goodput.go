@@ -156,6 +156,16 @@ func Learned() *peers.DeadlineLearned {
 	})
 }
 
+// LearnedSuccesses is [Learned] with the estimate that counts only
+// successes ((*learn.Live).Successes): an attempt is refused when its chance
+// of succeeding within its lease is below 5%, a 503 or 429 counting as no
+// success.
+func LearnedSuccesses() *peers.DeadlineLearned {
+	return peers.NewDeadlineLearnedSuccesses(0.05, 0.05, learn.LiveOptions{
+		SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}, Every: 20, HalfLife: 500,
+	})
+}
+
 // Report is what TestGoodputReport writes as JSON and cmd/compare reads.
 type Report struct {
 	Model  string   // Model.String()

@@ -44,6 +44,12 @@ func TestGoodputReport(t *testing.T) {
 		require.NoError(t, err)
 		rep.Totals = append(rep.Totals, tot)
 	})
+	// The same, its estimate counting only successes.
+	synctest.Test(t, func(t *testing.T) {
+		tot, err := Simulate(LearnedSuccesses(), m, *reportRuns, 64)
+		require.NoError(t, err)
+		rep.Totals = append(rep.Totals, tot)
+	})
 	// Ablation: this project without its floor, to show what the 20ms
 	// reserve costs in a model where an answer arriving at the deadline is
 	// still in time.

@@ -28,6 +28,7 @@ import (
 type DeadlineLearned struct {
 	threshold, probes float64
 	o                 learn.LiveOptions
+	successes         bool // the estimate counts only successes (learn.Live.Successes)
 
 	once sync.Once
 	live *learn.Live
@@ -45,15 +46,30 @@ func NewDeadlineLearned(threshold, probes float64, o learn.LiveOptions) *Deadlin
 	return &DeadlineLearned{threshold: threshold, probes: probes, o: o}
 }
 
+// NewDeadlineLearnedSuccesses is [NewDeadlineLearned] with the estimate
+// that counts only successes ((*learn.Live).Successes): an attempt is
+// refused when its chance of succeeding within its lease is below
+// threshold, an error counting as no success.
+func NewDeadlineLearnedSuccesses(threshold, probes float64, o learn.LiveOptions) *DeadlineLearned {
+	return &DeadlineLearned{threshold: threshold, probes: probes, o: o, successes: true}
+}
+
 // Name returns the project's name with the learned floor's threshold.
 func (l *DeadlineLearned) Name() string {
+	if l.successes {
+		return fmt.Sprintf("%s %g%% of successes", LearnedName, 100*l.threshold)
+	}
 	return fmt.Sprintf("%s %g%%", LearnedName, 100*l.threshold)
 }
 
 // Config describes the composition.
 func (l *DeadlineLearned) Config() string {
-	return fmt.Sprintf("%s; Policy.LearnedFloor{Estimator: (*learn.Recorder).Live(%+v), Threshold: %g, ProbeShare: %g}, the recorder's hooks on the policy, one recorder shared by every call",
-		Deadline{}.Config(), l.o, l.threshold, l.probes)
+	est := fmt.Sprintf("(*learn.Recorder).Live(%+v)", l.o)
+	if l.successes {
+		est += ".Successes()"
+	}
+	return fmt.Sprintf("%s; Policy.LearnedFloor{Estimator: %s, Threshold: %g, ProbeShare: %g}, the recorder's hooks on the policy, one recorder shared by every call",
+		Deadline{}.Config(), est, l.threshold, l.probes)
 }
 
 // Do runs op under deadline.Do with the learned floor.
@@ -71,7 +87,11 @@ func (l *DeadlineLearned) Do(ctx context.Context, c Call, op Op) error {
 	}
 	p := Deadline{}.Policy(c)
 	p.Hooks = l.rec.Hooks()
-	p.LearnedFloor = &deadline.LearnedFloor{Estimator: l.live, Threshold: l.threshold, ProbeShare: l.probes}
+	var est deadline.CompletionEstimator = l.live
+	if l.successes {
+		est = l.live.Successes()
+	}
+	p.LearnedFloor = &deadline.LearnedFloor{Estimator: est, Threshold: l.threshold, ProbeShare: l.probes}
 	_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
 		return struct{}{}, markDeadline(op(ctx))
 	})

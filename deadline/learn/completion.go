@@ -14,8 +14,12 @@ import (
 type completionTable struct {
 	samples uint64    // the recent (decayed) samples it rests on
 	p       []float64 // the fraction completed up to and including rank lo+i
-	lo      uint16
-	known   uint16
+	// ok: the fraction that succeeded (completed without an error) up to
+	// and including rank lo+i, an error counting as an attempt that never
+	// succeeds.
+	ok    []float64
+	lo    uint16
+	known uint16
 	// open: attempts were cut at the longest sample and the estimate never
 	// reached 1, so nothing is known of a longer lease.
 	open bool
@@ -34,8 +38,9 @@ func rank(s int) uint16 {
 }
 
 // newCompletionTable computes the table from c's n samples (n > 0), the
-// censored ones counting as "longer than their cut".
-func newCompletionTable(c counts, n uint64) *completionTable {
+// censored ones counting as "longer than their cut", and e's errors among
+// the completed ones.
+func newCompletionTable(c counts, e interface{ erroredAt(s int) uint64 }, n uint64) *completionTable {
 	lo, hi := -1, 0
 	for k := range slots {
 		if s := order(k); c.completedAt(s)+c.censoredAt(s) > 0 {
@@ -50,8 +55,9 @@ func newCompletionTable(c counts, n uint64) *completionTable {
 		return t
 	}
 	t.p = make([]float64, hi-lo+1)
-	atRisk := float64(n)
-	surv := 1.0
+	t.ok = make([]float64, hi-lo+1)
+	atRisk, okAtRisk := float64(n), float64(n)
+	surv, okSurv := 1.0, 1.0
 	for k := lo; k <= hi; k++ {
 		s := order(k)
 		d, x := float64(c.completedAt(s)), float64(c.censoredAt(s))
@@ -62,24 +68,38 @@ func newCompletionTable(c counts, n uint64) *completionTable {
 		}
 		t.p[k-lo] = min(max(1-surv, 0), 1)
 		atRisk -= d + x
+		// Time to success: an error never succeeds, so it stays at risk
+		// (a success time of +∞), and only successes end the survival.
+		if ok := max(d-float64(e.erroredAt(s)), 0); ok > 0 {
+			okAtRisk = max(okAtRisk, ok)
+			okSurv *= 1 - ok/okAtRisk
+			okAtRisk -= ok
+		}
+		okAtRisk -= x
+		t.ok[k-lo] = min(max(1-okSurv, 0), 1)
 	}
 	t.open = surv > 1e-9
 	return t
 }
 
 // within returns the estimated fraction of attempts that complete within
-// a lease in the bucket of rank k, and false past what is known.
-func (t *completionTable) within(k uint16) (float64, bool) {
+// a lease in the bucket of rank k (succeed, with successOnly), and false
+// past what is known.
+func (t *completionTable) within(k uint16, successOnly bool) (float64, bool) {
+	p := t.p
+	if successOnly {
+		p = t.ok
+	}
 	switch {
-	case k < t.lo || len(t.p) == 0:
+	case k < t.lo || len(p) == 0:
 		return 0, true
 	case k > t.known:
 		if t.open {
 			return 0, false
 		}
-		return t.p[len(t.p)-1], true
+		return p[len(p)-1], true
 	}
-	return t.p[k-t.lo], true
+	return p[k-t.lo], true
 }
 
 // Completion returns the estimated probability that an attempt of step
@@ -99,6 +119,34 @@ func (t *completionTable) within(k uint16) (float64, bool) {
 // bucket counts as within it. Reading it is a map look-up, a few atomic
 // loads and an index, with no lock and no allocation.
 func (l *Live) Completion(step string, lease time.Duration) (deadline.Estimate, bool) {
+	return l.estimate(step, lease, false)
+}
+
+// Successes returns the same live estimate counting only the attempts that
+// succeed: its Completion answers the probability that an attempt of step
+// returns without an error within lease, an attempt that ended with an
+// error (e.g. a fast 503) counting as one that never succeeds. Give it to
+// [deadline.Policy.LearnedFloor] when fast errors are common enough that
+// almost any lease "completes": it refuses a lease that would very likely
+// bring back no result, not only one that would very likely bring back
+// nothing at all. It answers when [Live.Completion] does, on the same
+// samples, with the same cost.
+func (l *Live) Successes() Successes { return Successes{l} }
+
+// Successes is a [Live] whose estimate counts only successes
+// ([Live.Successes]): a [deadline.CompletionEstimator].
+type Successes struct{ l *Live }
+
+// Completion returns the estimated probability that an attempt of step
+// succeeds (returns without an error) within lease, an error counting as
+// an attempt that never succeeds, and false when [Live.Completion] would.
+func (s Successes) Completion(step string, lease time.Duration) (deadline.Estimate, bool) {
+	return s.l.estimate(step, lease, true)
+}
+
+var _ deadline.CompletionEstimator = Successes{}
+
+func (l *Live) estimate(step string, lease time.Duration, successOnly bool) (deadline.Estimate, bool) {
 	s := l.r.lookup(step)
 	if s == nil {
 		return deadline.Estimate{}, false
@@ -111,7 +159,7 @@ func (l *Live) Completion(step string, lease time.Duration) (deadline.Estimate, 
 	if t == nil {
 		return deadline.Estimate{}, false
 	}
-	p, ok := t.within(rank(slot(lease)))
+	p, ok := t.within(rank(slot(lease)), successOnly)
 	if !ok {
 		return deadline.Estimate{}, false
 	}

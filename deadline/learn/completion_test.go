@@ -190,3 +190,107 @@ func TestLearnedFloorAddsNoAllocation(t *testing.T) {
 	with := testing.AllocsPerRun(200, func() { _, _ = deadline.Do(ctx, d, learned, op) })
 	assert.Equal(t, without, with)
 }
+
+// Successes counts an error as an attempt that never succeeds: fast errors
+// raise Completion at every lease but not the chance of a result.
+func TestSuccessesCountsErrorsAsNeverSucceeding(t *testing.T) {
+	var rec learn.Recorder
+	live := liveFor(t, &rec, 300, 300, 10000)
+	ok := live.Successes()
+	for range 100 {
+		rec.Record("x", deadline.EndedError, 10*time.Millisecond, t0)
+		rec.Record("x", deadline.EndedCompleted, 50*time.Millisecond, t0)
+		rec.Record("x", deadline.EndedCompleted, 100*time.Millisecond, t0)
+	}
+	for _, tc := range []struct {
+		lease      time.Duration
+		any, succs float64
+	}{
+		{5 * time.Millisecond, 0, 0},
+		{20 * time.Millisecond, 1.0 / 3, 0},
+		{60 * time.Millisecond, 2.0 / 3, 1.0 / 3},
+		{200 * time.Millisecond, 1, 2.0 / 3},
+		{time.Hour, 1, 2.0 / 3},
+	} {
+		a, found := live.Completion("x", tc.lease)
+		require.True(t, found, "%v", tc.lease)
+		s, found := ok.Completion("x", tc.lease)
+		require.True(t, found, "%v", tc.lease)
+		assert.InDelta(t, tc.any, a.P, 1e-9, "completion within %v", tc.lease)
+		assert.InDelta(t, tc.succs, s.P, 1e-9, "success within %v", tc.lease)
+		assert.Equal(t, uint64(300), s.Samples)
+	}
+}
+
+// Successes answers only when Completion does: below MinSamples, for an
+// unknown step, and past the longest cut it reports false; cut attempts
+// count as "longer than their cut" and errors stay at risk.
+func TestSuccessesAnswersWhenCompletionDoes(t *testing.T) {
+	var rec learn.Recorder
+	live := liveFor(t, &rec, 200, 100, 10000)
+	ok := live.Successes()
+	_, found := ok.Completion("x", time.Second)
+	assert.False(t, found, "unknown step")
+	for range 50 {
+		rec.Record("x", deadline.EndedCompleted, 10*time.Millisecond, t0)
+		rec.Record("x", deadline.EndedError, 10*time.Millisecond, t0)
+	}
+	_, found = ok.Completion("x", time.Second)
+	assert.False(t, found, "below MinSamples")
+	for range 50 {
+		rec.Record("x", deadline.EndedAttemptTimeout, 50*time.Millisecond, t0)
+		rec.Record("x", deadline.EndedDeadline, 50*time.Millisecond, t0)
+	}
+	s, found := ok.Completion("x", 30*time.Millisecond)
+	require.True(t, found)
+	assert.InDelta(t, 0.25, s.P, 1e-9, "50 successes of 200 at risk")
+	_, found = ok.Completion("x", 60*time.Millisecond)
+	assert.False(t, found, "longer than every cut: unknown")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = ok.Completion("x", 30*time.Millisecond) }))
+}
+
+// With Successes, the learned floor refuses a lease that fast errors would
+// let through: most attempts answer 503 at once, and the few that succeed
+// take longer than the lease.
+func TestLearnedFloorWithSuccesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec learn.Recorder
+		live := liveFor(t, &rec, 20, 5, 40)
+		errUnavailable := errors.New("503")
+		n := 0
+		op := func(ctx context.Context, _ deadline.AttemptInfo) (int, error) {
+			n++
+			if n%10 != 0 {
+				time.Sleep(time.Millisecond)
+				return 0, errUnavailable
+			}
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return 1, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		call := func(est deadline.CompletionEstimator) error {
+			p := deadline.Policy{Name: "fetch", MaxAttempts: 1, Hooks: rec.Hooks(),
+				LearnedFloor: &deadline.LearnedFloor{Estimator: est, Threshold: 0.05}}
+			_, err := deadline.Do(context.Background(), deadline.New(100*time.Millisecond), p, op)
+			return err
+		}
+		for range 100 {
+			require.Error(t, call(live))
+		}
+		for range 20 {
+			err := call(live)
+			assert.NotErrorIs(t, err, deadline.ErrRefusedLearned, "nine in ten complete within the lease")
+		}
+		e, found := live.Successes().Completion("fetch", 100*time.Millisecond)
+		require.True(t, found)
+		assert.Less(t, e.P, 0.05, "none succeeds within the lease: %v", e)
+		sent := n
+		for range 20 {
+			assert.ErrorIs(t, call(live.Successes()), deadline.ErrRefusedLearned)
+		}
+		assert.Equal(t, sent, n, "refused before anything was sent")
+	})
+}

@@ -96,3 +96,30 @@ func ExampleLive_Completion() {
 	// fetch: refused before attempt 1: a 50ms lease completes 0.0% of the time (200 recent samples)
 	// true true
 }
+
+// When many answers are fast errors, almost every lease "completes"; the
+// estimate that counts only successes tells the leases that would bring
+// back a result.
+func ExampleLive_Successes() {
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second, MinSamples: 100}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// 100 attempts answered 503 after 5ms, 100 answered after 100 … 199ms
+	// (a lease is read to its sketch bucket: 150ms counts up to ~152ms).
+	for i := range 100 {
+		rec.Record("fetch", deadline.EndedError, 5*time.Millisecond, time.Now())
+		rec.Record("fetch", deadline.EndedCompleted, time.Duration(100+i)*time.Millisecond, time.Now())
+	}
+	for _, lease := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond} {
+		c, _ := live.Completion("fetch", lease)
+		s, _ := live.Successes().Completion("fetch", lease)
+		fmt.Printf("within %v: completes %.2f, succeeds %.2f\n", lease, c.P, s.P)
+	}
+	// Output:
+	// within 50ms: completes 0.50, succeeds 0.00
+	// within 150ms: completes 0.77, succeeds 0.27
+	// within 400ms: completes 1.00, succeeds 0.50
+}

@@ -38,11 +38,13 @@ type recent struct {
 	n                   atomic.Uint64 // samples recorded into it
 	decayed             uint64        // n at the last halving; the updater's
 	completed, censored [slots]atomic.Uint32
+	errored             [slots]atomic.Uint32            // the completed ones that returned an error
 	table               atomic.Pointer[completionTable] // the completion estimate; nil: too few samples
 }
 
 func (rc *recent) completedAt(i int) uint64 { return uint64(rc.completed[i].Load()) }
 func (rc *recent) censoredAt(i int) uint64  { return uint64(rc.censored[i].Load()) }
+func (rc *recent) erroredAt(i int) uint64   { return uint64(rc.errored[i].Load()) }
 
 // Live turns on the live ceiling and returns it as a
 // [deadline.CeilingSource] for [deadline.Policy.Ceiling]. From then on,
@@ -121,7 +123,7 @@ var _ deadline.HedgeDelaySource = (*Live)(nil)
 
 // record adds a sample to s's recent histogram and recomputes the ceiling
 // every lc.every samples.
-func (lc *liveConfig) record(s *series, censored bool, d time.Duration) {
+func (lc *liveConfig) record(s *series, ended deadline.EndedBy, censored bool, d time.Duration) {
 	rc := s.recent.Load()
 	if rc == nil {
 		rc = new(recent)
@@ -132,6 +134,9 @@ func (lc *liveConfig) record(s *series, censored bool, d time.Duration) {
 	if censored {
 		inc(&rc.censored[slot(d)])
 	} else {
+		if ended == deadline.EndedError {
+			inc(&rc.errored[slot(d)])
+		}
 		inc(&rc.completed[slot(d)])
 	}
 	if n := rc.n.Add(1); n%lc.every == 0 && s.updating.CompareAndSwap(false, true) {
@@ -148,7 +153,7 @@ func (lc *liveConfig) update(s *series, rc *recent, n uint64) {
 	}
 	o := lc.o
 	if total >= uint64(o.MinSamples) {
-		rc.table.Store(newCompletionTable(rc, total))
+		rc.table.Store(newCompletionTable(rc, rc, total))
 	} else {
 		rc.table.Store(nil)
 	}
@@ -181,6 +186,7 @@ func (lc *liveConfig) update(s *series, rc *recent, n uint64) {
 		for i := range slots {
 			halve(&rc.completed[i])
 			halve(&rc.censored[i])
+			halve(&rc.errored[i])
 		}
 	}
 }

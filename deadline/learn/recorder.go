@@ -142,7 +142,7 @@ func (r *Recorder) record(step string, ended deadline.EndedBy, d time.Duration, 
 	s := r.series(step)
 	s.add(ended, d, at)
 	if lc := r.live.Load(); lc != nil {
-		lc.record(s, censored, d)
+		lc.record(s, ended, censored, d)
 	}
 }
 
