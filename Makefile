@@ -82,9 +82,10 @@ vet:
 fmt:
 	gofmt -w .
 
-## lint: gofmt check, vet (also for Windows and macOS) and staticcheck
+## lint: no tracked file over 1 MiB unless allowed (.ci/large-files), gofmt check, vet (also for Windows and macOS) and staticcheck
 ## (pinned, from the module proxy).
 lint: vet
+	@./.ci/large-files
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	GOOS=windows $(GO) vet ./...
 	GOOS=darwin $(GO) build ./...
