@@ -11,10 +11,10 @@
 //
 // Usage:
 //
-//	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
+//	cd examples/tracedemo && go run . [-scenario ok|tight|slow|ratelimited|flaky|refused]
 //	    [-transport http|grpc] [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //	    [-export-timeout 500ms]
-//	go run ./examples/tracedemo -runs 2000 [-parallel 32] [-exporter none|otlp]
+//	cd examples/tracedemo && go run . -runs 2000 [-parallel 32] [-exporter none|otlp]
 //
 // Each scenario is designed for its own budget. -budget replaces it: the
 // run then shows the verdicts that budget gets and exits 0, whatever they
