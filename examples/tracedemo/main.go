@@ -225,7 +225,7 @@ func (d *durationFlag) String() string { return time.Duration(*d).String() }
 func (d *durationFlag) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a number with a unit, such as 1s, 500ms or 1m30s")
+		return errors.New("want a number with a unit, such as 1s, 500ms or 1m30s")
 	}
 	*d = durationFlag(v)
 	return nil
