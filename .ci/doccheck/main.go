@@ -21,7 +21,8 @@
 //     -h, which must exit 0: every flag exists and every value parses.
 //
 // A synopsis, a command showing alternatives or placeholders (`a|b`, `[…]`,
-// `…`), is checked for its paths only. A module path at a version
+// `…`, `$(VAR)`), is checked for its paths only. A line of prose holding
+// <!-- doccheck:skip --> is skipped: for a command shown as what not to type. A module path at a version
 // (`go run golang.org/x/perf/cmd/benchstat@latest`) is not fetched.
 //
 // Usage, from the repository's root (make doc-check):
@@ -40,6 +41,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,6 +99,10 @@ var (
 	commandWord = regexp.MustCompile(`^(\$ )?([A-Z_][A-Z0-9_]*=\S+\s+)*(cd|go|make)\s+\S`)
 )
 
+// skipMarker on a line of prose skips its inline commands: for a command
+// shown as what not to type ("from the root, `go run ./x` does not build").
+const skipMarker = "<!-- doccheck:skip -->"
+
 // extract returns the commands of one markdown file.
 func extract(file, src string) []command {
 	var out []command
@@ -151,6 +157,9 @@ func extract(file, src string) []command {
 		} else if strings.TrimSpace(line) != "" {
 			indentDir = "." // the indented block, if any, has ended
 		}
+		if strings.Contains(line, skipMarker) {
+			continue
+		}
 		for _, m := range inlineCode.FindAllStringSubmatch(line, -1) {
 			if text := strings.TrimSpace(m[1]); commandWord.MatchString(text + " ") {
 				out = append(out, command{file: file, line: n, text: text, dir: ".", inline: true})
@@ -192,7 +201,7 @@ func cdOnly(text string) (string, bool) {
 // synopsis reports whether a command shows alternatives or placeholders
 // rather than something to type as it is.
 func synopsis(text string) bool {
-	if strings.ContainsAny(text, "[]…<>") {
+	if strings.ContainsAny(text, "[]…<>") || strings.Contains(text, "$(") {
 		return true
 	}
 	for _, w := range strings.Fields(text) {
@@ -420,10 +429,24 @@ func (ch *checker) checkGo(dir string, args []string, syn, inline bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ch.run(dir, time.Minute, bin, append(rest, "-h")...); err != nil {
-		return fmt.Errorf("go run %s %s from %s (checked with -h): %w", pkgs[0], strings.Join(rest, " "), dir, err)
+	// The flag package stops at the first argument that is not a flag, so
+	// -h goes at the end, or, for a command that also takes operands
+	// (files), before them: the first placement that parses is enough.
+	var firstErr error
+	for i := len(rest); i >= 0; i-- {
+		args := append(append(slices.Clone(rest[:i]), "-h"), rest[i:]...)
+		_, err := ch.run(dir, time.Minute, bin, args...)
+		if err == nil {
+			return nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if i > 0 && strings.HasPrefix(rest[i-1], "-") {
+			break // -h would only become that flag's value
+		}
 	}
-	return nil
+	return fmt.Errorf("go run %s %s from %s (checked with -h): %w", pkgs[0], strings.Join(rest, " "), dir, firstErr)
 }
 
 // build builds the main package pkg from dir, once.

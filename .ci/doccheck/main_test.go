@@ -18,6 +18,7 @@ func TestExtract(t *testing.T) {
 		"```\n" +
 		"    cd bench/grpcbench\n" +
 		"    go test -c -o /tmp/x.test .\n" +
+		"From the root, `go run ./x` does not build it. <!-- doccheck:skip -->\n" +
 		"text\n" +
 		"    go vet ./...\n"
 	var got []string
