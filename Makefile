@@ -1,8 +1,15 @@
 # Every target works on a fresh machine with only Go installed: tools are
 # fetched from the Go module proxy at pinned versions.
 GO            ?= go
-STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUZZTIME      ?= 10s
+STATICCHECK_VERSION := v0.8.2
+# Tools are built once into .bin (ignored by git), named with their version.
+BIN           := $(CURDIR)/.bin
+STATICCHECK   := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# Fuzzing is bounded by a count of executions, not a duration: with a
+# duration, Go's fuzz coordinator can fail a clean run with "context
+# deadline exceeded" (golang/go#75804, fixed in go1.27). 30000x is a few
+# seconds per target on a 2-core machine.
+FUZZTIME      ?= 30000x
 BENCHTIME     ?= 1s
 # Supported Go releases: the last two, as Go's own policy. The go line in
 # go.mod is the lowest (1.26.0); `make compat` vets and tests with the newer.
@@ -11,10 +18,22 @@ GO_NEWER      ?= go1.27.4
 # root needs only the OpenTelemetry API and otelhttp): the demo with the SDK
 # and exporters, otelbudget's SDK-based tests, the OTLP round-trip check with
 # the Collector's pdata, and bench/ with the peer libraries. test and lint
-# visit each of them.
-SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' | sort))
+# visit each of them, one target per module, so that `make -j2` runs two at
+# once and a new module costs one `go vet` and one `go test` invocation.
+SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' -not -path './.bin/*' | sort))
+# The Collector the OTLP check builds (otlpcheck/collector) is composition
+# of the Collector's own components in one main.go: it has no tests (its
+# test is otlpcheck's TestFleetMerge, which builds and runs it) and is
+# vetted, not run under -race or staticcheck (either would analyse or
+# rebuild the whole Collector: minutes, for one file of ours).
+BUILD_ONLY    := $(filter %/otlpcheck/collector,$(SUBMODULES))
+# bench/ runs its short mode here; `make bench` runs the comparison in full.
+SHORT_MODULES := bench
+# How many targets `make ci` runs at once: tests wait on loopback and
+# timers, so a second job overlaps one's waiting with the other's compiling.
+CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint fmt vet staticcheck ci browser advise
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise
 
 all: test
 
@@ -25,20 +44,19 @@ test: vet test-main test-sub test-oldest consumer-check
 test-main:
 	$(GO) test -race -count=1 ./...
 
-# bench/ runs its short mode here; `make bench` runs the comparison in full.
-# The Collector the OTLP check builds (otlpcheck/collector) has no tests of
-# its own: otlpcheck's TestFleetMerge builds and runs it, so here it is only
-# vetted (a -race build of the whole Collector would cost two minutes).
-test-sub:
-	@set -e; for m in $(SUBMODULES); do \
-		short=; case $$m in bench) short=-short;; esac; \
-		echo "== $$m"; \
-		case $$m in */otlpcheck/collector) (cd $$m && $(GO) vet ./...); continue;; esac; \
-		(cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 $$short ./...); \
-	done
+test-sub: $(addprefix test-mod/,$(SUBMODULES))
 
-# budgetadvise's report test drives headless Chromium (Debian's chromium).
+# test-mod/DIR vets and tests the module in DIR: one target per module, so
+# that make -j runs them side by side.
+test-mod/%:
+	@echo "== $*"
+	@cd $* && $(GO) vet ./...
+	@$(if $(filter $*,$(BUILD_ONLY)),true,cd $* && $(GO) test -race -count=1 $(if $(filter $*,$(SHORT_MODULES)),-short) ./...)
+
+# budgetadvise's report test drives headless Chromium (Debian's chromium):
+# installed before that module's tests, also under make -j.
 test-sub: browser
+test-mod/otelbudget/cmd/budgetadvise: browser
 
 ## browser: Debian's chromium for budgetadvise's browser test; nothing to do
 ## when /usr/bin/chromium exists. Outside CI a failed install only warns
@@ -65,10 +83,13 @@ consumer-check:
 	@./.ci/consumer-check
 
 ## compat: vet and test the root module with the newer supported Go release
-## (fetched as a toolchain module from the Go module proxy).
+## (fetched as a toolchain module from the Go module proxy). Only the root:
+## the nested modules' code is the demo, tests and benchmarks, and their
+## dependencies declare their own Go support; the race detector's run is
+## test's.
 compat:
 	GOTOOLCHAIN=$(GO_NEWER) $(GO) vet ./...
-	GOTOOLCHAIN=$(GO_NEWER) $(GO) test -count=1 ./...
+	GOTOOLCHAIN=$(GO_NEWER) $(GO) test -count=1 -short ./...
 
 ## demo: the source article's agent run against loopback servers, exported to
 ## stdout. The demo is its own module (it needs the SDK and exporters).
@@ -84,12 +105,15 @@ bench-quick:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 100ms ./...
 	@if [ -d bench ]; then cd bench && $(GO) run ./cmd/compare -quick; fi
 
-## fuzz: every fuzz target in the main module for FUZZTIME each.
+## fuzz: every fuzz target in every module (bench/ excepted: it fuzzes
+## nothing of ours), FUZZTIME executions each (a count: see FUZZTIME). The
+## targets are found in the source, without building each package to list
+## them; their seed corpora also run, as plain tests, in make test.
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u | grep -v '^\./bench'); do \
+		for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
+			echo "== $$dir $$f"; \
+			(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .); \
 		done; \
 	done
 
@@ -99,17 +123,41 @@ vet:
 fmt:
 	gofmt -w .
 
-## lint: gofmt check, vet (also for Windows and macOS) and staticcheck
-## (pinned, from the module proxy).
-lint: vet
+## lint: no tracked file over 1 MiB unless allowed (.ci/large-files), gofmt,
+## vet (also for Windows and macOS), staticcheck (pinned, from the module
+## proxy, built once) in every module.
+lint: lint-files vet lint-cross staticcheck
+
+lint-files:
+	@./.ci/large-files
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+lint-cross:
 	GOOS=windows $(GO) vet ./...
 	GOOS=darwin $(GO) build ./...
-	$(GO) run $(STATICCHECK) ./...
-	@set -e; for m in $(SUBMODULES); do \
-		echo "== staticcheck $$m"; (cd $$m && $(GO) run $(STATICCHECK) ./...); \
-	done
 
-## ci: what CI gates: lint, the tests, the newer Go release, bounded fuzzing.
-ci: lint test compat
-	$(MAKE) fuzz FUZZTIME=15s
+staticcheck: staticcheck-root $(addprefix staticcheck-mod/,$(filter-out $(BUILD_ONLY),$(SUBMODULES)))
+
+staticcheck-root: $(STATICCHECK)
+	$(STATICCHECK) ./... ./.ci/doccheck
+
+staticcheck-mod/%: $(STATICCHECK)
+	@echo "== staticcheck $*"
+	@cd $* && $(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@mv $(BIN)/staticcheck $@
+
+## doc-check: every shell command in README.md and docs/ works as written
+## from where it says to run it (.ci/doccheck).
+doc-check:
+	$(GO) vet ./.ci/doccheck
+	$(GO) test -count=1 ./.ci/doccheck
+	$(GO) run ./.ci/doccheck
+
+## ci: what CI gates: lint, the tests, the newer Go release, bounded
+## fuzzing, the documented commands; CI_JOBS targets at a time.
+ci:
+	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test compat fuzz doc-check

@@ -93,8 +93,8 @@ type Policy struct {
 // attempt started while the earlier ones still run, to cut the latency tail
 // of an operation that is sometimes slow. Hedging is only for an operation
 // that is safe to repeat, and safe to run twice at once: setting
-// [Policy.Hedge] declares it so (the deadlinehttp Transport does not hedge
-// yet).
+// [Policy.Hedge] declares it so (the deadlinehttp Transport hedges a
+// request it may retry, and sends any other once).
 //
 // Each hedge is an attempt in every rule: it is granted its own lease,
 // min(ceiling, remaining − floor), and none starts at or below the floor; it

@@ -11,10 +11,10 @@
 //
 // Usage:
 //
-//	go run ./examples/tracedemo [-scenario ok|tight|slow|ratelimited|flaky|refused]
+//	cd examples/tracedemo && go run . [-scenario ok|tight|slow|ratelimited|flaky|refused]
 //	    [-transport http|grpc|agent] [-seed 7] [-budget 1s] [-exporter stdout|otlp|none] [-waterfall=false]
 //	    [-export-timeout 500ms]
-//	go run ./examples/tracedemo -runs 2000 [-parallel 32] [-exporter none|otlp]
+//	cd examples/tracedemo && go run . -runs 2000 [-parallel 32] [-exporter none|otlp]
 //
 // Each scenario is designed for its own budget. -budget replaces it: the
 // run then shows the verdicts that budget gets and exits 0, whatever they
@@ -70,23 +70,25 @@
 // retries are off, against a local fake LLM server; fetch is the HTTP
 // request of -transport http. One trace, one waterfall. -runs is HTTP only.
 //
-// Export: the spans and the five deadline.* metrics go to stdout by
+// Export: the spans and the six deadline.* metrics go to stdout by
 // default, as pretty-printed JSON objects, and stdout then carries nothing
 // else: `go run . | jq` reads it, and the waterfall, the summary and the
 // messages go to stderr. With nothing written to stdout (-exporter none or
 // otlp) the waterfall and the summary go to stdout.
 //
 // -exporter otlp, or OTEL_TRACES_EXPORTER=otlp and OTEL_METRICS_EXPORTER=otlp,
-// sends them with the OTLP exporters that contrib autoexport builds from the
-// standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
+// sends them with the OTLP exporters, configured by the standard variables
+// (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318,
 // OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf or grpc, OTEL_SERVICE_NAME,
 // OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION, …); each
-// variable left unset means stdout for its signal. The export of both
-// signals happens once, after the run, bounded by -export-timeout (500ms):
-// the process ends within its budget plus that grace even when the
-// collector is unreachable. One line on stderr says how many spans and
-// metric points were exported, or that the export failed and why; it never
-// changes the exit code.
+// OTEL_*_EXPORTER left unset means stdout for its signal, console means
+// stdout too, none no export, any other value is a bad flag. The export of
+// both signals happens once, after the run; to a collector it is bounded
+// by -export-timeout (500ms): the process ends within its budget plus that
+// grace even when the collector is unreachable. Writing to stdout is local
+// and is not cut short, however many spans -runs made. One line on stderr
+// says how many spans and metric points were exported, or that the export
+// failed and why; it never changes the exit code.
 //
 // -runs N plays the ok plan N times in each of three phases against a fetch
 // provider whose latency is heavy-tailed (log-normal body, Pareto tail,
@@ -149,18 +151,25 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&cfg.transport, "transport", cfg.transport, "how the agent calls its providers: http (the budget header), grpc (grpc-timeout) or agent\n"+
 		"(the agent's own stack: search as an MCP tool call, extract through the openai-go client, fetch over HTTP)")
 	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the backoff jitter: the same seed gives the same waits")
-	fs.DurationVar(&cfg.budget, "budget", 0, "the run's whole budget (default: the scenario's: "+scenarioBudgets()+").\n"+
+	fs.Var((*durationFlag)(&cfg.budget), "budget", "the run's whole budget, a `duration` (default: the scenario's: "+scenarioBudgets()+").\n"+
 		"A budget of yours is shown, not checked: the run exits 0 whatever the verdicts")
 	fs.StringVar(&cfg.exporter, "exporter", "", "where spans and metrics go: stdout, otlp or none (default: stdout, except for a signal whose\n"+
-		"OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER is set: what autoexport builds from it).\n"+
+		"OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER says otlp, console or none).\n"+
 		"With none or otlp, the waterfall goes to stdout")
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
 	fs.IntVar(&cfg.runs, "runs", 0, "play the ok plan N times against a fetch provider with a heavy-tailed latency, three times over\n"+
 		"(the article's ceilings; ceilings opened to learn; the suggested ceilings) and print the suggested\n"+
 		"ceilings and budget and the static and suggested ceilings side by side. Only the learning runs are exported")
 	fs.IntVar(&cfg.parallel, "parallel", cfg.parallel, "with -runs, how many runs play at a time")
-	fs.DurationVar(&cfg.exportTimeout, "export-timeout", cfg.exportTimeout, "how long exporting the spans and metrics may take after the run, under one deadline")
-	fs.Usage = func() {
+	fs.Var((*durationFlag)(&cfg.exportTimeout), "export-timeout", "how long exporting the spans and metrics to a collector may take after the run, under one\n"+
+		"deadline, a `duration` (writing them to stdout is not cut short)")
+	// The flag package prints a parse error and then the usage to the
+	// output; a parse error is said once, by main, with a hint, and the
+	// whole usage only when -h asks for it.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	usage := func() {
+		fs.SetOutput(stderr)
 		fmt.Fprintf(fs.Output(), "Usage of tracedemo: the source article's agent run on loopback, under one deadline budget.\n"+
 			"A step the budget stops does not stop the plan (the budget refuses what cannot start); any other failure does.\n\nScenarios:\n")
 		for _, sc := range scenarios() {
@@ -173,8 +182,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 			"checked), 1 when it did not, 2 on bad flags.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		usage()
 		return cfg, err
+	} else if err != nil {
+		return cfg, fmt.Errorf("%w (-h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q: every setting is a flag", fs.Args())
@@ -189,6 +201,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	case exporterAuto, exporterStdout, exporterOTLP, exporterNone:
 	default:
 		return cfg, fmt.Errorf("-exporter %q: want stdout, otlp or none", cfg.exporter)
+	}
+	if err := checkExportEnv(cfg.exporter, getenv); err != nil {
+		return cfg, err
 	}
 	budgetSet := false
 	fs.Visit(func(f *flag.Flag) { budgetSet = budgetSet || f.Name == "budget" })
@@ -208,6 +223,22 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return cfg, fmt.Errorf("-export-timeout %s: want a positive duration such as 500ms", cfg.exportTimeout)
 	}
 	return cfg, nil
+}
+
+// durationFlag is a time.Duration flag whose parse error says what is
+// wanted: flag.Duration says only "parse error", and "1" for "1s" is the
+// usual slip.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a number with a unit, such as 1s, 500ms or 1m30s")
+	}
+	*d = durationFlag(v)
+	return nil
 }
 
 // isTerminal reports whether f is a character device (a terminal), without

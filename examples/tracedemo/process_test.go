@@ -49,6 +49,7 @@ func TestMainExitCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		args       []string
+		env        []string
 		code       int
 		stdout     []string // substrings
 		stderr     []string
@@ -61,7 +62,11 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "a negative budget", args: []string{"-budget", "-1s"}, code: 2,
 			stderrOnly: "tracedemo: -budget -1s: want a positive duration such as 1s or 300ms\n"},
 		{name: "an unknown flag", args: []string{"-colour"}, code: 2,
-			stderr: []string{"flag provided but not defined: -colour"}},
+			stderrOnly: "tracedemo: flag provided but not defined: -colour (-h lists the flags)\n"},
+		{name: "a budget without a unit", args: []string{"-budget", "1"}, code: 2,
+			stderrOnly: "tracedemo: invalid value \"1\" for flag -budget: want a number with a unit, such as 1s, 500ms or 1m30s (-h lists the flags)\n"},
+		{name: "an unknown exporter in the environment", env: []string{"OTEL_TRACES_EXPORTER=bogus"}, code: 2,
+			stderrOnly: "tracedemo: OTEL_TRACES_EXPORTER=bogus: want otlp, console or none\n"},
 		{name: "a budget of the user's is shown, not checked", args: []string{"-budget", "5ms", "-exporter", "none"}, code: 0,
 			stdout: []string{
 				"verdicts search=deadline_too_small fetch=deadline_too_small extract=deadline_too_small\n",
@@ -72,7 +77,7 @@ func TestMainExitCodes(t *testing.T) {
 			stdout: []string{"verdicts search=deadline_too_small fetch=deadline_too_small extract=deadline_too_small\n"}, stderrOnly: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := runMain(t, nil, tc.args...)
+			stdout, stderr, code := runMain(t, tc.env, tc.args...)
 			assert.Equal(t, tc.code, code, "exit code; stderr:\n%s", stderr)
 			for _, s := range tc.stdout {
 				assert.Contains(t, stdout, s)

@@ -8,6 +8,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -430,7 +431,15 @@ func check(sc scenario, rec runRecord, ps *providers) error {
 	return nil
 }
 
-// oneLine joins the lines of err's message, so that it prints as one line.
+// oneLine joins the lines of err's message, so that it prints as one line,
+// each line once: errors.Join of two readers that gave up for the same
+// reason says it twice.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
 }

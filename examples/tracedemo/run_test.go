@@ -317,7 +317,7 @@ func TestExporterChoice(t *testing.T) {
 	t.Setenv("OTEL_TRACES_EXPORTER", "none")
 	exp, where, err = newSpanExporter(ctx, exporterAuto, io.Discard, os.Getenv)
 	require.NoError(t, err)
-	assert.Nil(t, exp, "autoexport's none exporter means no export")
+	assert.Nil(t, exp, "none means no export")
 	assert.Equal(t, exporterNone, where)
 
 	t.Setenv("OTEL_TRACES_EXPORTER", "zipkin")
@@ -332,7 +332,7 @@ func TestMetricReaderChoice(t *testing.T) {
 
 	r, where, err := newMetricReader(ctx, exporterAuto, io.Discard, os.Getenv)
 	require.NoError(t, err)
-	assert.Equal(t, exporterStdout, where, "stdout unless OTEL_METRICS_EXPORTER is set, where autoexport would say otlp")
+	assert.Equal(t, exporterStdout, where, "stdout unless OTEL_METRICS_EXPORTER is set, where the specification's default is otlp")
 	require.NoError(t, r.Shutdown(ctx))
 
 	r, where, err = newMetricReader(ctx, exporterNone, io.Discard, os.Getenv)
@@ -342,7 +342,7 @@ func TestMetricReaderChoice(t *testing.T) {
 
 	r, where, err = newMetricReader(ctx, exporterOTLP, io.Discard, os.Getenv)
 	require.NoError(t, err)
-	assert.Equal(t, "otlp http/protobuf", where, "-exporter otlp: autoexport's default, OTLP")
+	assert.Equal(t, "otlp http/protobuf", where, "-exporter otlp: OTLP over http/protobuf by default")
 	require.NoError(t, r.Shutdown(ctx))
 
 	t.Setenv("OTEL_METRICS_EXPORTER", "otlp")
@@ -361,7 +361,7 @@ func TestMetricReaderChoice(t *testing.T) {
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	r, where, err = newMetricReader(ctx, exporterAuto, io.Discard, os.Getenv)
 	require.NoError(t, err)
-	assert.Nil(t, r, "autoexport's none reader means no export")
+	assert.Nil(t, r, "none means no export")
 	assert.Equal(t, exporterNone, where)
 
 	t.Setenv("OTEL_METRICS_EXPORTER", "zipkin")

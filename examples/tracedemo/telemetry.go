@@ -16,10 +16,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// defaultExportGrace is how long exporting the spans and the metrics, under
-// one deadline, may take after the run: the process ends within its budget plus
-// this grace (and the time to start), even when the collector is
-// unreachable.
+// defaultExportGrace is how long exporting the spans and the metrics to a
+// collector, under one deadline, may take after the run: the process ends
+// within its budget plus this grace (and the time to start), even when the
+// collector is unreachable. Writing to stdout is not bounded by it: that
+// takes as long as the work (-runs makes thousands of spans), and cutting it
+// would only lose what was already measured.
 const defaultExportGrace = 500 * time.Millisecond
 
 // telemetry is the run's OpenTelemetry SDK: a TracerProvider whose spans
@@ -62,8 +64,7 @@ func newTelemetry(ctx context.Context, kind string, stdout io.Writer, getenv fun
 	}
 	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(t.spans), sdktrace.WithResource(res))
 	if reader != nil {
-		// The exporting reader's exporter cannot be wrapped to count what
-		// it sends (autoexport hands back a whole reader), so a second,
+		// The exporting reader does not say what it sent, so a second,
 		// manual reader on the same provider counts the points: one per
 		// instrument and attribute set, what the one export at shutdown
 		// sends.
@@ -80,25 +81,33 @@ func (t *telemetry) writesStdout() bool {
 	return writesStdout(t.spanTo) || writesStdout(t.metricTo)
 }
 
-// flush ends the providers and exports every span and metric point within
-// timeout of the call (even if ctx is already canceled: a run interrupted by
-// ^C still reports what it did). The two signals are exported concurrently,
-// so that one slow collector costs the timeout once, except when both go to
-// stdout: there, one after the other, so that their JSON objects do not
-// interleave. Nothing it starts outlives it.
+// flush ends the providers and exports every span and metric point (even if
+// ctx is already canceled: a run interrupted by ^C still reports what it
+// did). An export to a collector must end within timeout of the call; one to
+// stdout is written in full, however long that takes. The two signals are
+// exported concurrently, so that one slow collector costs the timeout once,
+// except when both go to stdout: there, one after the other, so that their
+// JSON objects do not interleave. Nothing it starts outlives it.
 func (t *telemetry) flush(ctx context.Context, timeout time.Duration) exportReport {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	local := context.WithoutCancel(ctx)
+	remote, cancel := context.WithTimeout(local, timeout)
 	defer cancel()
+	within := func(to string) context.Context {
+		if writesStdout(to) {
+			return local
+		}
+		return remote
+	}
 	r := exportReport{spans: signalReport{what: "span", to: t.spanTo}, points: signalReport{what: "metric point", to: t.metricTo}}
-	_ = t.tp.Shutdown(ctx) // every span has ended: the syncer has handed them all to t.spans
+	_ = t.tp.Shutdown(local) // every span has ended: the syncer has handed them all to t.spans
 	var exports []func()
 	if t.spanExp != nil {
 		r.spans.exported = true
-		exports = append(exports, func() { r.spans.n, r.spans.err = t.spans.flush(ctx, t.spanExp) })
+		exports = append(exports, func() { r.spans.n, r.spans.err = t.spans.flush(within(t.spanTo), t.spanExp) })
 	}
 	if t.sdkMP != nil {
 		r.points.exported = true
-		exports = append(exports, func() { r.points.n, r.points.err = t.flushMetrics(ctx) })
+		exports = append(exports, func() { r.points.n, r.points.err = t.flushMetrics(local, within(t.metricTo)) })
 	}
 	if writesStdout(t.spanTo) && writesStdout(t.metricTo) {
 		for _, export := range exports {
@@ -112,20 +121,24 @@ func (t *telemetry) flush(ctx context.Context, timeout time.Duration) exportRepo
 		wg.Wait()
 	}
 	for _, s := range []*signalReport{&r.spans, &r.points} {
-		if s.err != nil && ctx.Err() != nil {
+		if s.err != nil && !writesStdout(s.to) && remote.Err() != nil {
 			s.err = fmt.Errorf("gave up after %s: %w", timeout, s.err)
 		}
 	}
 	return r
 }
 
-// flushMetrics counts the points the run recorded, then shuts the
-// MeterProvider down: the exporting reader collects them once more and
-// exports them. It returns the count and the export's error.
-func (t *telemetry) flushMetrics(ctx context.Context) (int, error) {
+// flushMetrics counts the points the run recorded (in memory, under count,
+// which has no deadline: the count is right even when the export fails),
+// then shuts the MeterProvider down under export: the exporting reader
+// collects them once more and exports them. It returns the count and the
+// export's error.
+func (t *telemetry) flushMetrics(count, export context.Context) (int, error) {
 	var rm metricdata.ResourceMetrics
-	err := t.points.Collect(ctx, &rm)
-	return countPoints(&rm), errors.Join(err, t.sdkMP.Shutdown(ctx))
+	if err := t.points.Collect(count, &rm); err != nil {
+		return 0, errors.Join(err, t.sdkMP.Shutdown(export))
+	}
+	return countPoints(&rm), t.sdkMP.Shutdown(export)
 }
 
 // countPoints returns the number of data points in rm.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deadlinebudget/budget/deadline"
 )
@@ -135,9 +136,45 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// rowFormat lays out the text columns left of the time axis: step, try,
-// lease (or wait), used, how it ended.
-const rowFormat = "%-8s %-5s %-18s %-6s %-16s "
+// The text columns left of the time axis: step, try, lease (or wait),
+// used, how it ended.
+const (
+	colStep = iota
+	colTry
+	colLease
+	colUsed
+	colEnded
+	columns
+)
+
+// minWidths are the text columns' least widths; a column is widened to its
+// longest cell ("gRPC ResourceExhausted"), so that the bars stay aligned.
+var minWidths = [columns]int{8, 5, 18, 6, 16}
+
+// waterfallRow is one line of the waterfall: its text columns and its bar.
+type waterfallRow struct {
+	cells [columns]string
+	bar   string
+}
+
+// writeRows writes rows with each text column as wide as its longest cell
+// (at least minWidths), one space after each.
+func writeRows(sb *strings.Builder, rows []waterfallRow) {
+	widths := minWidths
+	for _, r := range rows {
+		for i, c := range r.cells {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r.cells {
+			sb.WriteString(c)
+			sb.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+1))
+		}
+		sb.WriteString(r.bar)
+		sb.WriteByte('\n')
+	}
+}
 
 // axis returns the header above the bars: tick labels at 0, 1/4, 1/2, 3/4
 // and the whole budget.
@@ -186,7 +223,7 @@ func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 		fmt.Fprintln(&sb, r.About)
 	}
 	fmt.Fprintln(&sb, p.paint(ansiDim, fmt.Sprintf("%c used  %c leased, unused  %c backoff wait  %c refused or stopped", markUsed, markLeased, markWait, markStop)))
-	fmt.Fprintf(&sb, rowFormat+"%s\n", "step", "try", "lease", "used", "ended", axis(r.Budget))
+	rows := []waterfallRow{{cells: [columns]string{"step", "try", "lease", "used", "ended"}, bar: axis(r.Budget)}}
 	for _, c := range r.Calls {
 		name := c.Name
 		waits := c.Waits
@@ -201,7 +238,7 @@ func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 				b.span(a.Start+a.Used, a.Start+a.Granted, cell{markLeased, ansiDim}, false)
 			}
 			lease := fmt.Sprintf("%s %s", fmtDur(a.Granted), a.LimitedBy)
-			fmt.Fprintf(&sb, rowFormat+"%s\n", name, fmt.Sprintf("#%d", a.Number), lease, fmtDur(a.Used), endedText(a), b.render(p))
+			rows = append(rows, waterfallRow{[columns]string{name, fmt.Sprintf("#%d", a.Number), lease, fmtDur(a.Used), endedText(a)}, b.render(p)})
 			name = ""
 			for len(waits) > 0 && waits[0].After == a.Number {
 				wt := waits[0]
@@ -218,18 +255,19 @@ func writeWaterfall(w io.Writer, r runRecord, color bool) error {
 					b.span(wt.Start, wt.Start, cell{markStop, ansiRed}, true)
 					ended = fmt.Sprintf("> %s left", fmtDur(wt.Remaining-r.Floor))
 				}
-				fmt.Fprintf(&sb, rowFormat+"%s\n", "", "wait", fmt.Sprintf("%s %s", fmtDur(wt.Delay), src), "", ended, b.render(p))
+				rows = append(rows, waterfallRow{[columns]string{"", "wait", fmt.Sprintf("%s %s", fmtDur(wt.Delay), src), "", ended}, b.render(p)})
 			}
 		}
 		if c.Reason == deadline.ReasonRefused {
 			b := newBar(r.Budget)
 			b.span(c.End, c.End, cell{markStop, ansiRed}, true)
-			fmt.Fprintf(&sb, rowFormat+"%s\n", name, "-", "refused", "", fmt.Sprintf("%s left", fmtDur(c.Left)), b.render(p))
+			rows = append(rows, waterfallRow{[columns]string{name, "-", "refused", "", fmt.Sprintf("%s left", fmtDur(c.Left))}, b.render(p)})
 		}
 	}
 	for _, n := range r.NotRun {
-		fmt.Fprintf(&sb, rowFormat+"%s\n", n.Name, "-", "not run", "", "", newBar(r.Budget).render(p))
+		rows = append(rows, waterfallRow{[columns]string{n.Name, "-", "not run", "", ""}, newBar(r.Budget).render(p)})
 	}
+	writeRows(&sb, rows)
 	sb.WriteByte('\n')
 	for _, c := range r.Calls {
 		fmt.Fprintf(&sb, "%-8s %s %s\n", c.Name, p.paint(verdictColor(c.Verdict), fmt.Sprintf("%-18s", string(c.Verdict))), stopText(c))

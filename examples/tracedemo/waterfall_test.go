@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -290,4 +292,40 @@ func assertThrottledWaits(t *testing.T, f callRecord) {
 	assert.Equal(t, 5*time.Second, f.Waits[1].Delay)
 	assert.False(t, f.Waits[1].Fits)
 	assert.Equal(t, f.Attempts[0].Start+f.Attempts[0].Used+time.Second, f.Attempts[1].Start)
+}
+
+// TestWaterfallColumnsFitTheirContent: every row's bar starts in the same
+// column as the axis, over HTTP and over gRPC, whose codes
+// ("gRPC ResourceExhausted") are longer than any HTTP status: the text
+// columns are as wide as their longest cell.
+func TestWaterfallColumnsFitTheirContent(t *testing.T) {
+	for _, transport := range []string{transportHTTP, transportGRPC} {
+		for _, name := range []string{"ratelimited", "flaky"} {
+			t.Run(transport+"/"+name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					play := playInMemory
+					if transport == transportGRPC {
+						play = playGRPCInMemory
+					}
+					rec, _, _, _ := play(t, name, defaultSeed)
+					lines := strings.Split(renderPlain(t, rec), "\n")
+					header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step ") })
+					require.GreaterOrEqual(t, header, 0, "the waterfall has a header")
+					axisAt := strings.Index(lines[header], "0ms")
+					rows := 0
+					for _, l := range lines[header+1:] {
+						if l == "" {
+							break
+						}
+						assert.Equal(t, axisAt, strings.Index(l, "|"), "the bar starts under the axis:\n%s\n%s", lines[header], l)
+						rows++
+					}
+					assert.Greater(t, rows, 3)
+					if transport == transportGRPC && name == "ratelimited" {
+						assert.Contains(t, strings.Join(lines, "\n"), "gRPC ResourceExhausted |", "the longest cell, a space, then the bar")
+					}
+				})
+			})
+		}
+	}
 }

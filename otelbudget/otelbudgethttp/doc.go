@@ -1,7 +1,8 @@
 // Package otelbudgethttp composes the deadline budget's HTTP transport
-// (package deadlinehttp), OpenTelemetry's HTTP client instrumentation
-// (otelhttp) and the otelbudget observer, so that a trace of an HTTP call
-// made under a budget has exactly:
+// and handler (package deadlinehttp) with OpenTelemetry's HTTP
+// instrumentation (otelhttp) and the otelbudget observer, in one line each.
+//
+// A trace of an HTTP call made under a budget then has exactly:
 //
 //   - one call span per logical call, kind INTERNAL, with the budget, the
 //     stop reason and the verdict, and no http.* attribute (the semantic

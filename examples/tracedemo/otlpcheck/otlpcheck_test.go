@@ -336,7 +336,7 @@ func histogramPoints(ms []metric) []pmetric.HistogramDataPoint {
 }
 
 // TestOTLPRoundTrip runs the demo's ok scenario with the OTLP exporters
-// that autoexport builds from the standard variables, once per protocol,
+// configured by the standard variables, once per protocol,
 // and checks that what the demo says it exported arrives: the client and
 // server spans in one trace with http.request.resend_count and the
 // deadline.* attributes, and the deadline.* metrics with their attributes.
