@@ -17,9 +17,9 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
 // TestServerSpanLearnedRefusal: an RPC below what its method very likely
