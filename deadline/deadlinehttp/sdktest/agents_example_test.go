@@ -42,7 +42,7 @@ func extract(ctx context.Context, llm openai.Client, page string) (string, error
 	step := deadline.DefaultPolicy()
 	step.Name, step.AttemptTimeout = "extract", 2*time.Second
 	res, err := llm.Chat.Completions.New(deadlinehttp.WithRequestPolicy(ctx, step), openai.ChatCompletionNewParams{
-		Model:    openai.ChatModelGPT4o,
+		Model:    openai.ChatModelGPT6_1Sol,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Extract the dates: " + page)},
 	})
 	if apiErr, ok := errors.AsType[*openai.Error](err); ok { // the provider's last answer

@@ -143,7 +143,7 @@ func anthropicClient(baseURL string, hc *http.Client) anthropic.Client {
 
 func chatParams() openai.ChatCompletionNewParams {
 	return openai.ChatCompletionNewParams{
-		Model:    openai.ChatModelGPT4o,
+		Model:    openai.ChatModelGPT6_1Sol,
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Extract the dates.")},
 	}
 }
