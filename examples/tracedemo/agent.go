@@ -42,21 +42,7 @@ const llmModel = "tracedemo-extract"
 // OpenAI-compatible chat completions server, fetch as an HTTP provider),
 // plays the plan against them, and stops them.
 func executeAgent(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider) (outcome, error) {
-	ps := newProviders(sc)
-	if err := ps.serveAgent(tp); err != nil {
-		return outcome{}, errors.Join(err, ps.close(ctx))
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.Proxy = nil // the providers are on loopback: never through a proxy
-	rec, stepErr := playAgent(ctx, sc, seed, budget, tp, mp, base, ps.urls)
-	out := outcome{rec: rec, ps: ps, stepErr: stepErr}
-
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-	defer cancel()
-	if err := ps.close(cctx); err != nil {
-		return out, fmt.Errorf("stopping the providers: %w", err)
-	}
-	return out, nil
+	return executeOver(ctx, sc, seed, budget, tp, mp, (*providers).serveAgent, playAgent)
 }
 
 // playAgent is play over the agent's stack, against the servers at urls

@@ -149,13 +149,23 @@ type executor func(ctx context.Context, sc scenario, seed uint64, budget time.Du
 // execute starts the providers of sc on loopback, plays the plan against
 // them under a budget, and stops them.
 func execute(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider) (outcome, error) {
+	return executeOver(ctx, sc, seed, budget, tp, mp, (*providers).serve, play)
+}
+
+// executeOver is execute with the providers started by serve and the plan
+// played by playPlan: the HTTP providers and play, or the agent's stack and
+// playAgent.
+func executeOver(ctx context.Context, sc scenario, seed uint64, budget time.Duration, tp trace.TracerProvider, mp metric.MeterProvider,
+	serve func(*providers, trace.TracerProvider) error,
+	playPlan func(context.Context, scenario, uint64, time.Duration, trace.TracerProvider, metric.MeterProvider, http.RoundTripper, map[string]string) (runRecord, error),
+) (outcome, error) {
 	ps := newProviders(sc)
-	if err := ps.serve(tp); err != nil {
+	if err := serve(ps, tp); err != nil {
 		return outcome{}, errors.Join(err, ps.close(ctx))
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.Proxy = nil // the providers are on loopback: never through a proxy
-	rec, stepErr := play(ctx, sc, seed, budget, tp, mp, base, ps.urls)
+	rec, stepErr := playPlan(ctx, sc, seed, budget, tp, mp, base, ps.urls)
 	out := outcome{rec: rec, ps: ps, stepErr: stepErr}
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
