@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -22,7 +21,6 @@ import (
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/otelbudgethttp"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp"
 )
 
@@ -125,38 +123,14 @@ func (p *provider) serveMCP(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		budget = time.Duration(ms) * time.Millisecond
 	}
 	traceparent, _ := meta["traceparent"].(string)
-	p.mu.Lock()
-	p.seen = append(p.seen, seenRequest{Budget: budget, TraceParent: traceparent})
-	n := len(p.seen)
-	p.mu.Unlock()
-
-	rep := p.script.at(n)
-	if rep.latency != nil {
-		rep.work = rep.latency.draw()
+	rep, n, err := p.play(ctx, seenRequest{Budget: budget, TraceParent: traceparent})
+	if err != nil {
+		return nil, err
 	}
-	if rep.hang {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	if rep.work > 0 {
-		t := time.NewTimer(rep.work)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if rep.status != 0 && rep.status != http.StatusOK {
+	if rep.failed() {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: http.StatusText(rep.status)}}}, nil
 	}
-	left := "none"
-	if d, ok := deadline.FromContext(ctx); ok {
-		left = fmt.Sprint(d.Remaining().Milliseconds())
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-		Text: fmt.Sprintf(`{"provider":%q,"request":%d,"budget_left_ms":%q}`, p.name, n, left),
-	}}}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: p.answer(ctx, n)}}}, nil
 }
 
 // llmHandler serves the provider as an OpenAI-compatible chat completions
@@ -164,17 +138,9 @@ func (p *provider) serveMCP(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 // providers: its replies follow the provider's script, in the shape the
 // OpenAI API gives them (llmWriter).
 func (p *provider) llmHandler(tp trace.TracerProvider) (http.Handler, error) {
-	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
-	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return p.handlerOver(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.ServeHTTP(&llmWriter{ResponseWriter: w}, r)
-	})
-	h, err := otelbudgethttp.NewHandlerWith(inner, p.name, obs,
-		[]otelhttp.Option{otelhttp.WithPropagators(propagation.TraceContext{})},
-		deadlinehttp.WithMaxBudget(serverMaxBudget))
-	if err != nil {
-		return nil, fmt.Errorf("the %s provider's budget middleware: %w", p.name, err)
-	}
-	return h, nil
+	}), tp)
 }
 
 // llmWriter turns a provider's answer into the OpenAI API's: its JSON body

@@ -102,32 +102,14 @@ func (p *provider) serveGRPC(ctx context.Context) (string, error) {
 		budget = time.Until(end)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	p.mu.Lock()
-	p.seen = append(p.seen, seenRequest{
+	rep, n, err := p.play(ctx, seenRequest{
 		Budget: budget, IdempotencyKey: first(md.Get(idempotencyKeyMD)),
 		TraceParent: first(md.Get("traceparent")),
 	})
-	n := len(p.seen)
-	p.mu.Unlock()
-
-	rep := p.script.at(n)
-	if rep.latency != nil {
-		rep.work = rep.latency.draw()
+	if err != nil {
+		return "", status.FromContextError(err).Err()
 	}
-	if rep.hang {
-		<-ctx.Done()
-		return "", status.FromContextError(ctx.Err()).Err()
-	}
-	if rep.work > 0 {
-		t := time.NewTimer(rep.work)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return "", status.FromContextError(ctx.Err()).Err()
-		}
-	}
-	if rep.status != 0 && rep.status != http.StatusOK {
+	if rep.failed() {
 		if rep.retryAfter != "" {
 			secs, err := strconv.Atoi(rep.retryAfter)
 			if err != nil {
@@ -138,11 +120,7 @@ func (p *provider) serveGRPC(ctx context.Context) (string, error) {
 		}
 		return "", status.Error(grpcCode(rep.status), http.StatusText(rep.status))
 	}
-	left := "none"
-	if d, ok := deadline.FromContext(ctx); ok {
-		left = strconv.FormatInt(d.Remaining().Milliseconds(), 10)
-	}
-	return fmt.Sprintf(`{"provider":%q,"request":%d,"budget_left_ms":%q}`, p.name, n, left), nil
+	return p.answer(ctx, n), nil
 }
 
 // grpcCode maps a scenario's HTTP status to the gRPC code a gRPC provider

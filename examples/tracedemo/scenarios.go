@@ -73,6 +73,10 @@ type reply struct {
 	retryAfter string
 }
 
+// failed reports whether the reply is an error status (anything but 0 and
+// 200).
+func (r reply) failed() bool { return r.status != 0 && r.status != http.StatusOK }
+
 // script is the sequence of replies a provider gives, one per request it
 // receives; the last one repeats.
 type script []reply

@@ -57,23 +57,44 @@ func (p *provider) requests() []seenRequest {
 // client granted runs out: a hanging reply waits exactly that long.
 func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	budget, _ := deadlinehttp.ParseBudget(r.Header.Get(deadlinehttp.DefaultHeader))
-	p.mu.Lock()
-	p.seen = append(p.seen, seenRequest{
+	_, _ = io.Copy(io.Discard, r.Body)
+	ctx := r.Context()
+	rep, n, err := p.play(ctx, seenRequest{
 		Budget: budget, IdempotencyKey: r.Header.Get("Idempotency-Key"),
 		TraceParent: r.Header.Get("Traceparent"),
 	})
-	n := len(p.seen)
+	if err != nil {
+		abort()
+	}
+	if rep.failed() {
+		if rep.retryAfter != "" {
+			w.Header().Set("Retry-After", rep.retryAfter)
+		}
+		http.Error(w, http.StatusText(rep.status), rep.status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintln(w, p.answer(ctx, n))
+}
+
+// play records what the provider saw of request number n (counted from 1)
+// and plays its scripted reply: the reply's latency drawn, then its work
+// waited out, or ctx's end for a hanging reply. It returns ctx's error when
+// ctx ended first: the budget ran out, or the client gave up. Each
+// transport's handler (ServeHTTP, serveGRPC, serveMCP) answers with rep.
+func (p *provider) play(ctx context.Context, seen seenRequest) (rep reply, n int, err error) {
+	p.mu.Lock()
+	p.seen = append(p.seen, seen)
+	n = len(p.seen)
 	p.mu.Unlock()
 
-	ctx := r.Context()
-	_, _ = io.Copy(io.Discard, r.Body)
-	rep := p.script.at(n)
+	rep = p.script.at(n)
 	if rep.latency != nil {
 		rep.work = rep.latency.draw()
 	}
 	if rep.hang {
 		<-ctx.Done()
-		abort()
+		return rep, n, ctx.Err()
 	}
 	if rep.work > 0 {
 		t := time.NewTimer(rep.work)
@@ -81,22 +102,21 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			abort()
+			return rep, n, ctx.Err()
 		}
 	}
-	if rep.status != 0 && rep.status != http.StatusOK {
-		if rep.retryAfter != "" {
-			w.Header().Set("Retry-After", rep.retryAfter)
-		}
-		http.Error(w, http.StatusText(rep.status), rep.status)
-		return
-	}
+	return rep, n, nil
+}
+
+// answer is the provider's successful answer to request n, the same JSON
+// on every transport: its name, the request's number and the budget left
+// in ctx ("none" without a deadline).
+func (p *provider) answer(ctx context.Context, n int) string {
 	left := "none"
 	if d, ok := deadline.FromContext(ctx); ok {
 		left = strconv.FormatInt(d.Remaining().Milliseconds(), 10)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"provider":%q,"request":%d,"budget_left_ms":%q}`+"\n", p.name, n, left)
+	return fmt.Sprintf(`{"provider":%q,"request":%d,"budget_left_ms":%q}`, p.name, n, left)
 }
 
 // abort drops the request without an answer: its budget ran out, nobody is
@@ -116,8 +136,14 @@ func abort() {
 // the inbound budget header into the request's deadline. The providers'
 // metrics are not the demo's subject: their meter is a no-op.
 func (p *provider) handler(tp trace.TracerProvider) (http.Handler, error) {
+	return p.handlerOver(p, tp)
+}
+
+// handlerOver is handler with inner in the provider's place: the same
+// server span and budget middleware around another way of answering.
+func (p *provider) handlerOver(inner http.Handler, tp trace.TracerProvider) (http.Handler, error) {
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
-	h, err := otelbudgethttp.NewHandlerWith(p, p.name, obs,
+	h, err := otelbudgethttp.NewHandlerWith(inner, p.name, obs,
 		[]otelhttp.Option{otelhttp.WithPropagators(propagation.TraceContext{})},
 		deadlinehttp.WithMaxBudget(serverMaxBudget))
 	if err != nil {
