@@ -77,14 +77,7 @@ func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.M
 				}
 			}
 			res, err := next(ctx, method, req)
-			switch {
-			case err != nil:
-				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-				span.SetStatus(codes.Error, err.Error())
-			case isToolError(res):
-				span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
-				span.SetStatus(codes.Error, "the tool answered isError")
-			}
+			recordResult(span, res, err)
 			return res, err
 		}
 	}
@@ -105,6 +98,21 @@ func spanName(method string, p mcp.Params, session mcp.Session) (string, []attri
 		}
 	}
 	return name, attrs
+}
+
+// recordResult marks span as failed when the request failed (error.type
+// from errorType, the error as the status description) or when a tool
+// call answered isError (error.type [ErrorTypeToolError]); a success
+// leaves it unset. The client's and the server's spans both use it.
+func recordResult(span trace.Span, res mcp.Result, err error) {
+	switch {
+	case err != nil:
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+		span.SetStatus(codes.Error, err.Error())
+	case isToolError(res):
+		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
+		span.SetStatus(codes.Error, "the tool answered isError")
+	}
 }
 
 func isToolError(res mcp.Result) bool {

@@ -95,14 +95,8 @@ func serverSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Mi
 			defer span.End()
 			st := &serverState{}
 			res, err := next(context.WithValue(ctx, stateKey{}, st), method, req)
-			switch {
-			case st.settled:
-			case err != nil:
-				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-				span.SetStatus(codes.Error, err.Error())
-			case isToolError(res):
-				span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
-				span.SetStatus(codes.Error, "the tool answered isError")
+			if !st.settled {
+				recordResult(span, res, err)
 			}
 			return res, err
 		}
