@@ -48,10 +48,7 @@ func (a Deadline) Do(ctx context.Context, c Call, op Op) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	d, ok := deadline.FromContext(ctx)
-	if !ok || d.Remaining() > c.Budget {
-		d = deadline.New(c.Budget)
-	}
+	d := callDeadline(ctx, c)
 	_, err := deadline.Do(ctx, d, a.Policy(c), func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
 		return struct{}{}, markDeadline(op(ctx))
 	})
@@ -134,10 +131,7 @@ func (b *DeadlineBudget) Do(ctx context.Context, c Call, op Op) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	d, ok := deadline.FromContext(ctx)
-	if !ok || d.Remaining() > c.Budget {
-		d = deadline.New(c.Budget)
-	}
+	d := callDeadline(ctx, c)
 	p := Deadline{}.Policy(c)
 	p.RetryBudget = b.budget
 	_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
@@ -269,4 +263,14 @@ func (o *DeadlineOverload) Do(ctx context.Context, c Call, op Op) error {
 		return &Failure{Status: status}
 	}
 	return nil
+}
+
+// callDeadline is the deadline a call runs under: the caller's, when ctx
+// carries one that ends no later than c.Budget from now, else a new one of
+// c.Budget.
+func callDeadline(ctx context.Context, c Call) deadline.Deadline {
+	if d, ok := deadline.FromContext(ctx); ok && d.Remaining() <= c.Budget {
+		return d
+	}
+	return deadline.New(c.Budget)
 }

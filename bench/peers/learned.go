@@ -81,10 +81,7 @@ func (l *DeadlineLearned) Do(ctx context.Context, c Call, op Op) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	d, ok := deadline.FromContext(ctx)
-	if !ok || d.Remaining() > c.Budget {
-		d = deadline.New(c.Budget)
-	}
+	d := callDeadline(ctx, c)
 	p := Deadline{}.Policy(c)
 	p.Hooks = l.rec.Hooks()
 	var est deadline.CompletionEstimator = l.live
