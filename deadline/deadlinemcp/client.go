@@ -47,7 +47,10 @@ import (
 // their _meta is replaced for each attempt by a copy holding the budget,
 // and put back when the call returns, so one params value must not be sent
 // by two calls at once (the SDK itself fills in params' arguments and
-// _meta).
+// _meta). A request sent without params (ListTools(ctx, nil),
+// Ping(ctx, nil), every list method) is given empty params of its method's
+// type, so it carries its lease too; without them the server would admit
+// it with its own maximum.
 //
 // When an attempt's lease ends before the answer, the SDK stops waiting,
 // and sends the server MCP's notifications/cancelled for that request (the
@@ -144,10 +147,7 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 		p = c.cfg.policy
 	}
 	session, _ := req.GetSession().(*mcp.ClientSession)
-	params := req.GetParams()
-	if isNil(params) {
-		params = nil
-	}
+	params := ensureParams(method, req)
 	tool := ""
 	if ct, ok := params.(*mcp.CallToolParams); ok {
 		tool = ct.Name
@@ -260,6 +260,97 @@ func refusedByServer(err error) bool {
 }
 
 func neverRetry(error) bool { return false }
+
+// ensureParams returns req's params, first giving a request sent without
+// any (ListTools(ctx, nil), Ping(ctx, nil), …) empty params of its
+// method's type, so that its _meta can carry the budget: a request without
+// params would reach the server without a lease, and be admitted with the
+// server's own maximum. It returns nil, leaving req as it is, for a
+// request whose params type it cannot tell (an unknown method sent
+// through the mcp.Params interface): that request goes without a budget.
+func ensureParams(method string, req mcp.Request) mcp.Params {
+	if p := req.GetParams(); !isNil(p) {
+		return p
+	}
+	switch r := req.(type) {
+	case *mcp.ClientRequest[mcp.Params]: // what every ClientSession method sends
+		if p := newParams(method); p != nil {
+			r.Params = p
+			return p
+		}
+		return nil
+	case *mcp.ServerRequest[mcp.Params]:
+		if p := newParams(method); p != nil {
+			r.Params = p
+			return p
+		}
+		return nil
+	}
+	// A request typed by its params (mcp.CallCustomMethod's
+	// *ClientRequest[P]): a new P.
+	v := reflect.ValueOf(req)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("Params")
+	if !f.IsValid() || !f.CanSet() || f.Kind() != reflect.Pointer || f.Type().Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	n := reflect.New(f.Type().Elem())
+	p, ok := n.Interface().(mcp.Params)
+	if !ok {
+		return nil
+	}
+	f.Set(n)
+	return p
+}
+
+// newParams returns empty params of the type the SDK sends for method, nil
+// for a method it does not know. Requests whose params MCP requires (a
+// tool's or a prompt's name, a URI) get them empty too: the server answers
+// them with its error for the missing field, as it would without params.
+func newParams(method string) mcp.Params {
+	switch method {
+	case "ping":
+		return &mcp.PingParams{}
+	case "server/discover":
+		return &mcp.DiscoverParams{}
+	case "initialize":
+		return &mcp.InitializeParams{}
+	case "tools/list":
+		return &mcp.ListToolsParams{}
+	case "tools/call":
+		return &mcp.CallToolParams{Arguments: map[string]any{}}
+	case "prompts/list":
+		return &mcp.ListPromptsParams{}
+	case "prompts/get":
+		return &mcp.GetPromptParams{}
+	case "resources/list":
+		return &mcp.ListResourcesParams{}
+	case "resources/templates/list":
+		return &mcp.ListResourceTemplatesParams{}
+	case "resources/read":
+		return &mcp.ReadResourceParams{}
+	case "resources/subscribe":
+		return &mcp.SubscribeParams{}
+	case "resources/unsubscribe":
+		return &mcp.UnsubscribeParams{}
+	case "subscriptions/listen":
+		return &mcp.SubscriptionsListenParams{}
+	case "completion/complete":
+		return &mcp.CompleteParams{}
+	case "logging/setLevel":
+		return &mcp.SetLoggingLevelParams{}
+	// Requests a server sends its client.
+	case "roots/list":
+		return &mcp.ListRootsParams{}
+	case "sampling/createMessage":
+		return &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{}}
+	case "elicitation/create":
+		return &mcp.ElicitParams{}
+	}
+	return nil
+}
 
 // isNil reports whether p is nil or a nil pointer in an interface (the SDK
 // hands a request without params as a typed nil).
