@@ -34,8 +34,18 @@ import (
 // context's own deadline, whichever ends first), so every call made while
 // handling one run spends the same budget, over HTTP, gRPC and MCP alike. A
 // context with neither gets a new Deadline of [DefaultBudget]
-// ([WithDefaultBudget]). Its policy is the context's ([WithRequestPolicy]),
-// else the client's ([WithPolicy]), else [deadline.DefaultPolicy].
+// ([WithDefaultBudget]). Its policy is the first that applies:
+//
+//  1. the policy its context carries ([WithRequestPolicy]);
+//  2. the policy [WithPolicyFunc]'s function returns for its method and
+//     tool;
+//  3. for the handshake (initialize, server/discover),
+//     [deadline.DefaultPolicy]: no ceiling, so it is sent with what is left
+//     of the deadline, whatever ceiling the tool calls have;
+//  4. the client's ([WithPolicy], default [deadline.DefaultPolicy]).
+//
+// Notifications (notifications/initialized, notifications/cancelled, …)
+// get none of them: they are sent as they are, without a budget.
 //
 // # Each attempt
 //
@@ -142,21 +152,15 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 	if !ok {
 		d = deadline.New(c.cfg.defaultBudget)
 	}
-	p, ok := RequestPolicy(ctx)
-	if !ok {
-		p = c.cfg.policy
-	}
 	session, _ := req.GetSession().(*mcp.ClientSession)
 	params := ensureParams(method, req)
 	tool := ""
 	if ct, ok := params.(*mcp.CallToolParams); ok {
 		tool = ct.Name
 	}
+	p := c.policy(ctx, method, tool)
 	if p.Name == "" {
-		p.Name = method
-		if tool != "" {
-			p.Name = method + " " + tool
-		}
+		p.Name = callName(method, tool)
 	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	if !c.safe(session, method, tool) {
@@ -186,6 +190,37 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 		c.tools.observe(session, l.Tools)
 	}
 	return res, nil
+}
+
+// policy chooses a request's policy; see [Client].
+func (c *Client) policy(ctx context.Context, method, tool string) deadline.Policy {
+	if p, ok := RequestPolicy(ctx); ok {
+		return p
+	}
+	if f := c.cfg.policyFunc; f != nil {
+		if p, ok := f(method, tool); ok {
+			return p
+		}
+	}
+	if handshake(method) {
+		return deadline.DefaultPolicy()
+	}
+	return c.cfg.policy
+}
+
+// handshake reports whether method opens a session: it gets its own
+// default policy, not the one meant for the session's requests.
+func handshake(method string) bool {
+	return method == "initialize" || method == "server/discover"
+}
+
+// callName names a call whose policy has no name: its method, and the
+// tool of a tools/call.
+func callName(method, tool string) string {
+	if tool != "" {
+		return method + " " + tool
+	}
+	return method
 }
 
 // safe reports whether a request may be sent more than once.

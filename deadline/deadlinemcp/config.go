@@ -28,6 +28,7 @@ func (f clientOptionFunc) applyClient(c *clientConfig) { f(c) }
 
 type clientConfig struct {
 	policy        deadline.Policy
+	policyFunc    func(method, tool string) (deadline.Policy, bool)
 	hooks         *deadline.Hooks
 	defaultBudget time.Duration
 	key           string
@@ -41,10 +42,14 @@ func (c *clientConfig) fail(field string, value any, allowed string) {
 	}
 }
 
-// WithPolicy sets the policy every request runs under ([deadline.Do])
-// unless its context carries one ([WithRequestPolicy]). The default is
-// [deadline.DefaultPolicy]. When p.Name is empty each call is named by its
-// method, and a tool call by its method and tool: "tools/call search".
+// WithPolicy sets the policy a request runs under ([deadline.Do]) when it
+// does not choose its own ([WithRequestPolicy], [WithPolicyFunc]); see
+// [Client] for the order. It does not apply to the handshake (initialize,
+// server/discover), which runs under [deadline.DefaultPolicy] unless
+// WithPolicyFunc chooses otherwise, so that a ceiling meant for tool calls
+// cannot make Connect fail. The default is [deadline.DefaultPolicy]. When
+// p.Name is empty each call is named by its method, and a tool call by its
+// method and tool: "tools/call search".
 //
 // p.Retryable, when set, replaces the default classifier but never widens
 // what is safe: a request that is not safe to repeat (see [Client]) is sent
@@ -52,6 +57,29 @@ func (c *clientConfig) fail(field string, value any, allowed string) {
 // [*deadline.PolicyError].
 func WithPolicy(p deadline.Policy) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.policy = p })
+}
+
+// WithPolicyFunc sets a function that chooses the policy of each request
+// whose context carries none ([WithRequestPolicy]) from its MCP method
+// ("tools/call", "resources/read", "initialize") and, for tools/call, the
+// tool's name ("" for any other method), so that one Client serves every
+// tool of an agent, each with its own name, attempts, ceiling and floor.
+// It returns false to leave the request to the default: [WithPolicy]'s
+// policy, or [deadline.DefaultPolicy] for the handshake (initialize,
+// server/discover). Notifications are never passed to it: they are sent
+// as they are, without a budget.
+//
+// f runs on every request, on the caller's goroutine; it must not block. A
+// policy it returns is used as WithPolicy describes (the default name, the
+// classifier bounded by what is safe), and an invalid one fails that
+// request with its [*deadline.PolicyError], without sending anything. A
+// nil f is ignored; a later WithPolicyFunc replaces an earlier one.
+func WithPolicyFunc(f func(method, tool string) (deadline.Policy, bool)) ClientOption {
+	return clientOptionFunc(func(c *clientConfig) {
+		if f != nil {
+			c.policyFunc = f
+		}
+	})
 }
 
 // WithDefaultBudget sets the budget of a request whose context carries no
