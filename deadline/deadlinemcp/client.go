@@ -214,13 +214,15 @@ func handshake(method string) bool {
 	return method == "initialize" || method == "server/discover"
 }
 
-// callName names a call whose policy has no name: its method, and the
-// tool of a tools/call.
+// callName names a call whose policy has no name: "MCP " and the method,
+// and the tool of a tools/call, as deadlinehttp names one "HTTP GET", so
+// that its call span is told apart by name from the attempts' CLIENT
+// spans, which MCP's semantic conventions name "tools/call search".
 func callName(method, tool string) string {
 	if tool != "" {
-		return method + " " + tool
+		return "MCP " + method + " " + tool
 	}
-	return method
+	return "MCP " + method
 }
 
 // safe reports whether a request may be sent more than once.

@@ -48,8 +48,11 @@ func (c *clientConfig) fail(field string, value any, allowed string) {
 // server/discover), which runs under [deadline.DefaultPolicy] unless
 // WithPolicyFunc chooses otherwise, so that a ceiling meant for tool calls
 // cannot make Connect fail. The default is [deadline.DefaultPolicy]. When
-// p.Name is empty each call is named by its method, and a tool call by its
-// method and tool: "tools/call search".
+// p.Name is empty, whichever policy applies, each call is named "MCP " and
+// its method, a tool call "MCP " and its method and tool: "MCP tools/call
+// search", "MCP tools/list" (as deadlinehttp names a call "HTTP GET"), so
+// that a call span is told apart from its attempts' CLIENT spans, named
+// "tools/call search" by MCP's semantic conventions.
 //
 // p.Retryable, when set, replaces the default classifier but never widens
 // what is safe: a request that is not safe to repeat (see [Client]) is sent

@@ -2,8 +2,10 @@
 // (package deadlinemcp) with the otelbudget observer, so that a trace of a
 // tool call made under a budget has, as HTTP and gRPC calls do:
 //
-//   - one call span per logical call, kind INTERNAL, named by the step,
-//     with the budget, the stop reason and the verdict;
+//   - one call span per logical call, kind INTERNAL, named by the step
+//     (an unnamed step is "MCP tools/call search": "MCP ", the method and
+//     the tool, see [deadlinemcp.WithPolicy]), with the budget, the stop
+//     reason and the verdict;
 //   - one CLIENT span per attempt (one JSON-RPC request), a child of the
 //     call span, named "tools/call search" by MCP's semantic conventions
 //     (mcp.method.name, gen_ai.tool.name, mcp.session.id), carrying the
