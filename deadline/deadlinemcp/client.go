@@ -66,7 +66,16 @@ import (
 // and sends the server MCP's notifications/cancelled for that request (the
 // go-sdk does so by itself whenever the context of a call ends), so the
 // server's handler sees its context canceled and stops working for a
-// caller who has gone.
+// caller who has gone: over the in-memory and stdio transports, and over a
+// stateful streamable HTTP server. A stateless streamable HTTP server
+// (mcp.StreamableHTTPOptions.Stateless) serves each POST in a session of
+// its own, so the notification lands on a new session and cancels nothing;
+// there the handler is ended by the server's [Server] middleware (the
+// lease is its deadline), or by the server's option
+// mcp.StreamableHTTPOptions.PropagateRequestCancellation (the handler's
+// context ends with the client's POST; go-sdk v1.8.0 applies it to
+// protocol 2026-07-28, its clients' default). Set one of them on such a
+// server.
 //
 // # What is retried
 //

@@ -83,7 +83,11 @@ type Server struct{ cfg serverConfig }
 // context's cause when it ends is [deadline.ErrDeadlineReached]; when an
 // outer deadline set the budget, the context keeps it (no second timer).
 // The SDK cancels the same context when the client sends
-// notifications/cancelled for the request.
+// notifications/cancelled for the request, except on a stateless
+// streamable HTTP server, where the notification reaches another session
+// (see [Client]): there this middleware's deadline is what ends the
+// handler of a caller who has gone, unless the streamable HTTP handler is
+// also given mcp.StreamableHTTPOptions.PropagateRequestCancellation.
 //
 // Notifications pass through untouched. [WithAdmission] observes each
 // decision ([Admission]).
