@@ -52,6 +52,13 @@ func (a Admission) Clamped() bool {
 //	server := mcp.NewServer(impl, nil)
 //	server.AddReceivingMiddleware(s.Middleware())
 //
+// Over streamable HTTP, serve the SDK's handler behind [Server.HTTPHandler],
+// so that a budget key repeated in one request's _meta gives its smallest
+// value, as a repeated header does in deadlinehttp (the SDK keeps the
+// last):
+//
+//	http.Handle("/mcp", s.HTTPHandler(mcp.NewStreamableHTTPHandler(getServer, nil)))
+//
 // It is safe for concurrent use.
 type Server struct{ cfg serverConfig }
 

@@ -1,0 +1,54 @@
+package deadlinemcp
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSmallestBudget(t *testing.T) {
+	const k = `"` + MetaKey + `"`
+	for _, tc := range []struct {
+		name, in string
+		changed  bool
+		meta     string // the params' _meta after, when changed
+	}{
+		{"once", `{"method":"tools/call","params":{"_meta":{` + k + `:50},"name":"s"}}`, false, ""},
+		{"no params", `{"method":"ping"}`, false, ""},
+		{"twice", `{"method":"tools/call","params":{"_meta":{` + k + `:50,` + k + `:999999},"name":"s"}}`, true, `{` + k + `:50}`},
+		{"none valid", `{"params":{"_meta":{` + k + `:"1",` + k + `:-5}}}`, false, ""},
+		{"huge and small", `{"params":{"_meta":{` + k + `:1e300,` + k + `:7}}}`, true, `{` + k + `:7}`},
+		{"merged _meta keeps other keys", `{"params":{"_meta":{"traceparent":"00-a",` + k + `:50},"_meta":{` + k + `:90,"x":1}}}`, true, `{"traceparent":"00-a","x":1,` + k + `:50}`},
+		{"not JSON", `{"params":` + k + k, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, changed := smallestBudget([]byte(tc.in), MetaKey)
+			assert.Equal(t, tc.changed, changed)
+			if !tc.changed {
+				assert.Equal(t, tc.in, string(out), "unchanged, byte for byte")
+				return
+			}
+			var m struct {
+				Params struct {
+					Meta json.RawMessage `json:"_meta"`
+				} `json:"params"`
+			}
+			require.NoError(t, json.Unmarshal(out, &m))
+			assert.JSONEq(t, tc.meta, string(m.Params.Meta))
+		})
+	}
+	t.Run("batch", func(t *testing.T) {
+		in := `[{"id":1,"params":{"_meta":{` + k + `:999999,` + k + `:50}}},{"id":2,"params":{"_meta":{` + k + `:9}}}]`
+		out, changed := smallestBudget([]byte(in), MetaKey)
+		require.True(t, changed)
+		assert.JSONEq(t, `[{"id":1,"params":{"_meta":{`+k+`:50}}},{"id":2,"params":{"_meta":{`+k+`:9}}}]`, string(out))
+	})
+}
+
+func TestHTTPHandlerNil(t *testing.T) {
+	s, err := NewServer()
+	require.NoError(t, err)
+	assert.Panics(t, func() { s.HTTPHandler(nil) })
+}
