@@ -25,7 +25,9 @@ func ExampleWithPolicyFunc() {
 	server := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "v1"}, nil)
 	for _, name := range []string{"search", "fetch"} {
 		server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	leases := &deadline.Hooks{AttemptStart: func(ctx context.Context, a deadline.AttemptInfo) context.Context {
 		if strings.HasPrefix(a.Name, "MCP tools/call") || a.Name == "search" {
@@ -96,7 +98,9 @@ func ExampleServer_HTTPHandler() {
 	server := mcp.NewServer(&mcp.Implementation{Name: "search", Version: "v1"}, nil)
 	server.AddReceivingMiddleware(srv.Middleware())
 	server.AddTool(&mcp.Tool{Name: "search", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	ts := httptest.NewServer(srv.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 	defer ts.Close()
 
