@@ -9,13 +9,18 @@
 // tool call is retried only when the tool's annotations (readOnlyHint,
 // idempotentHint) say it is safe to repeat, and only on transient failures;
 // a lease that ends cancels the request on the server (MCP's
-// notifications/cancelled, which the SDK sends).
+// notifications/cancelled, which the SDK sends; not on a stateless
+// streamable HTTP server, see [Client]). The policy is the request's
+// context's ([WithRequestPolicy]), else one chosen by method and tool
+// ([WithPolicyFunc]), else the client's ([WithPolicy]), which does not
+// apply to the handshake.
 //
 // A [Server] is receiving middleware: the budget from _meta, clamped to the
 // server's maximum and to any deadline the request already has
 // ([deadline.Admit]), becomes the handler's context deadline; at or below
 // the floor the request is refused at once with the JSON-RPC error
-// [CodeBudgetRefused].
+// [CodeBudgetRefused]. Over streamable HTTP, [Server.HTTPHandler] makes a
+// budget key repeated in one request's _meta give its smallest value.
 //
 // Package otelbudget/otelbudgetmcp composes both with otelbudget's spans.
 // The package is its own module, so that programs that do not speak MCP
