@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,4 +80,47 @@ func TestNilParamsCarryBudget(t *testing.T) {
 		assert.Equal(t, deadline.AdmitByInbound, a.Limit, "%s: the caller's budget, not the server's maximum", m)
 		assert.LessOrEqual(t, a.Budget, budget, m)
 	}
+}
+
+type echoParams struct {
+	mcp.ParamsBase
+	Query string `json:"query,omitempty"`
+}
+
+type echoResult struct {
+	mcp.ResultBase
+}
+
+// A custom method (mcp.CallCustomMethod) sent with nil params gets empty
+// params of its own type, and carries its lease too.
+func TestNilParamsCustomMethod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &byMethod{}
+		srv, err := deadlinemcp.NewServer(rec.option())
+		require.NoError(t, err)
+		s := newServer(t, srv)
+		require.NoError(t, mcp.AddReceivingCustomMethod(s, "com.example/echo",
+			func(context.Context, *mcp.ServerSession, *echoParams) (*echoResult, error) { return &echoResult{}, nil }))
+		mc, _, _ := newClient(t)
+		require.NoError(t, mcp.AddSendingCustomMethod[*echoParams, *echoResult](mc, "com.example/echo"))
+		// Protocol 2025-11-25: the SDK gives params of its own only to
+		// requests of 2026-07-28.
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := s.Connect(context.Background(), st, nil)
+		require.NoError(t, err)
+		cs, err := mc.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		require.NoError(t, err)
+		defer func() {
+			_ = cs.Close()
+			_ = ss.Wait()
+		}()
+
+		ctx := deadline.NewContext(context.Background(), deadline.New(time.Second))
+		_, err = mcp.CallCustomMethod[*echoParams, *echoResult](ctx, cs, "com.example/echo", nil)
+		require.NoError(t, err)
+		a, ok := rec.get("com.example/echo")
+		require.True(t, ok)
+		assert.True(t, a.Inbound.Present, "the custom request carries a budget")
+		assert.Equal(t, deadline.AdmitByInbound, a.Limit)
+	})
 }
