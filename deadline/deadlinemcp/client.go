@@ -70,12 +70,13 @@ import (
 // stateful streamable HTTP server. A stateless streamable HTTP server
 // (mcp.StreamableHTTPOptions.Stateless) serves each POST in a session of
 // its own, so the notification lands on a new session and cancels nothing;
-// there the handler is ended by the server's [Server] middleware (the
-// lease is its deadline), or by the server's option
-// mcp.StreamableHTTPOptions.PropagateRequestCancellation (the handler's
-// context ends with the client's POST; go-sdk v1.8.0 applies it to
-// protocol 2026-07-28, its clients' default). Set one of them on such a
-// server.
+// there the handler is ended by the server's [Server] middleware (at the
+// lease, its deadline; and when the client drops its POST if the SDK's
+// handler is served behind [Server.HTTPHandler]), or by the server's
+// option mcp.StreamableHTTPOptions.PropagateRequestCancellation (the
+// handler's context ends with the client's POST; go-sdk v1.8.0 applies it
+// to protocol 2026-07-28 only, its clients' default). Set one of them on
+// such a server.
 //
 // # What is retried
 //

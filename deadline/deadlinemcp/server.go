@@ -92,9 +92,10 @@ type Server struct{ cfg serverConfig }
 // The SDK cancels the same context when the client sends
 // notifications/cancelled for the request, except on a stateless
 // streamable HTTP server, where the notification reaches another session
-// (see [Client]): there this middleware's deadline is what ends the
-// handler of a caller who has gone, unless the streamable HTTP handler is
-// also given mcp.StreamableHTTPOptions.PropagateRequestCancellation.
+// (see [Client]): there the handler's context ends when the caller's POST
+// does if the SDK's handler is served behind [Server.HTTPHandler] (or is
+// given mcp.StreamableHTTPOptions.PropagateRequestCancellation), else only
+// at this middleware's deadline.
 //
 // Notifications pass through untouched. [WithAdmission] observes each
 // decision ([Admission]).
@@ -137,6 +138,8 @@ func (s *Server) Middleware() mcp.Middleware {
 				ctx, cancel = a.Deadline.Scope(ctx)
 				defer cancel()
 			}
+			ctx, gone := withCallerGone(ctx, req)
+			defer gone()
 			return next(ctx, method, req)
 		}
 	}

@@ -39,10 +39,15 @@ func (c *cancelSeen) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 // connectStateless serves s over a stateless streamable HTTP handler with
 // opts on loopback, and connects c to it with the session options so.
-func connectStateless(t *testing.T, s *mcp.Server, c *mcp.Client, opts mcp.StreamableHTTPOptions, so *mcp.ClientSessionOptions) (*mcp.ClientSession, chan struct{}) {
+// When filter is not nil the handler is served behind its HTTPHandler.
+func connectStateless(t *testing.T, s *mcp.Server, c *mcp.Client, opts mcp.StreamableHTTPOptions, so *mcp.ClientSessionOptions, filter *deadlinemcp.Server) (*mcp.ClientSession, chan struct{}) {
 	t.Helper()
 	opts.Stateless = true
-	seen := &cancelSeen{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts), served: make(chan struct{})}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &opts)
+	if filter != nil {
+		h = filter.HTTPHandler(h)
+	}
+	seen := &cancelSeen{next: h, served: make(chan struct{})}
 	ts := httptest.NewServer(seen)
 	transport := &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: ts.Client(), DisableStandaloneSSE: true, MaxRetries: -1}
 	cs, err := c.Connect(context.Background(), transport, so)
@@ -86,7 +91,7 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 			}
 		}}
 		mc, _, _ := newClient(t)
-		cs, cancelled := connectStateless(t, newServer(t, nil, search), mc, mcp.StreamableHTTPOptions{}, nil)
+		cs, cancelled := connectStateless(t, newServer(t, nil, search), mc, mcp.StreamableHTTPOptions{}, nil, nil)
 		defer close(release)
 		_, err := call(cs, 5*time.Second, lease, "search")
 		require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -103,7 +108,7 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 	t.Run("PropagateRequestCancellation: canceled", func(t *testing.T) {
 		search := &tool{name: "search", behave: hangFirst(1)}
 		mc, _, _ := newClient(t)
-		cs, _ := connectStateless(t, newServer(t, nil, search), mc, mcp.StreamableHTTPOptions{PropagateRequestCancellation: true}, nil)
+		cs, _ := connectStateless(t, newServer(t, nil, search), mc, mcp.StreamableHTTPOptions{PropagateRequestCancellation: true}, nil, nil)
 		_, err := call(cs, 5*time.Second, lease, "search")
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		got := search.arrivals()
@@ -112,12 +117,39 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 		assert.ErrorIs(t, waitEnded(t, got[0]), context.Canceled)
 	})
 
+	// A caller who sends no budget (a plain SDK client) gets the server's
+	// 30 s maximum; behind Server.HTTPHandler the handler's context ends
+	// when the caller drops its POST, on any protocol version.
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("Server.HTTPHandler: canceled, protocol "+version, func(t *testing.T) {
+			srv, err := deadlinemcp.NewServer()
+			require.NoError(t, err)
+			search := &tool{name: "search", behave: hangFirst(1)}
+			var so *mcp.ClientSessionOptions
+			if version != "" {
+				so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			cs, _ := connectStateless(t, newServer(t, srv, search), mcp.NewClient(impl, nil), mcp.StreamableHTTPOptions{}, so, srv)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search"})
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			got := search.arrivals()
+			require.Len(t, got, 1)
+			require.True(t, got[0].hasLimit)
+			assert.Greater(t, got[0].left, 10*time.Second, "the server's maximum: no budget was sent")
+			cause := waitEnded(t, got[0])
+			assert.ErrorIs(t, cause, context.Canceled)
+			assert.NotErrorIs(t, cause, deadline.ErrDeadlineReached)
+		})
+	}
+
 	t.Run("budget middleware: ended at its lease", func(t *testing.T) {
 		srv, err := deadlinemcp.NewServer()
 		require.NoError(t, err)
 		search := &tool{name: "search", behave: hangFirst(1)}
 		mc, _, _ := newClient(t)
-		cs, _ := connectStateless(t, newServer(t, srv, search), mc, mcp.StreamableHTTPOptions{}, nil)
+		cs, _ := connectStateless(t, newServer(t, srv, search), mc, mcp.StreamableHTTPOptions{}, nil, nil)
 		_, err = call(cs, 5*time.Second, lease, "search")
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		got := search.arrivals()
@@ -126,4 +158,41 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 		cause := waitEnded(t, got[0])
 		assert.True(t, errors.Is(cause, deadline.ErrDeadlineReached), "cause %v", cause)
 	})
+}
+
+// Behind Server.HTTPHandler a stateful server's handler is not ended by
+// the end of the POST that opened its session: it keeps its budget.
+func TestHTTPHandlerStatefulNotCanceled(t *testing.T) {
+	srv, err := deadlinemcp.NewServer()
+	require.NoError(t, err)
+	var live []error
+	var mu sync.Mutex
+	s := mcp.NewServer(impl, nil)
+	s.AddReceivingMiddleware(srv.Middleware())
+	s.AddTool(&mcp.Tool{Name: "search", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			live = append(live, ctx.Err())
+			mu.Unlock()
+			return text("ok"), nil
+		})
+	ts := httptest.NewServer(srv.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	defer ts.Close()
+	transport := &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: ts.Client(), DisableStandaloneSSE: true, MaxRetries: -1}
+	for _, version := range []string{"", "2025-11-25"} {
+		var so *mcp.ClientSessionOptions
+		if version != "" {
+			so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+		}
+		cs, err := mcp.NewClient(impl, nil).Connect(context.Background(), transport, so)
+		require.NoError(t, err)
+		for range 2 {
+			_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search"})
+			require.NoError(t, err)
+		}
+		require.NoError(t, cs.Close())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []error{nil, nil, nil, nil}, live)
 }

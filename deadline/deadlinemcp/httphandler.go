@@ -2,6 +2,7 @@ package deadlinemcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -33,7 +34,19 @@ import (
 //
 // Without HTTPHandler, and over the stdio and in-memory transports, whose
 // messages this package never sees raw, the middleware reads the value the
-// SDK decoded: the last. A nil next panics.
+// SDK decoded: the last.
+//
+// HTTPHandler also lets the middleware end a handler whose caller has
+// gone on a stateless server (mcp.StreamableHTTPOptions.Stateless), where
+// notifications/cancelled reaches another session and cancels nothing:
+// each POST is served in a session of its own, without an ID, and the
+// middleware cancels the context of a request that arrived in such a
+// session when its POST ends (the client drops it when its call ends), on
+// every protocol version, as PropagateRequestCancellation does for
+// protocol 2026-07-28. The cause is context.Canceled. Requests of a
+// stateful session are left to notifications/cancelled.
+//
+// A nil next panics.
 func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("deadlinemcp: Server.HTTPHandler(nil)")
@@ -43,8 +56,33 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 			r = smallestBudgetBody(r, key)
 		}
+		r = r.WithContext(context.WithValue(r.Context(), postKey{}, r.Context()))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// postKey is the context key under which [Server.HTTPHandler] stores the
+// context of the HTTP request that carries an MCP request.
+type postKey struct{}
+
+// withCallerGone returns ctx, also canceled when the HTTP request that
+// carried req ends, when that request is known: the request came through
+// [Server.HTTPHandler] to a session without an ID, which the SDK's
+// stateless streamable HTTP handler opens for that one POST, with the
+// POST's context (whose values reach the handler's). A stateful session
+// has an ID, and its context is that of the POST that opened it, not of
+// this request's: it is left alone (notifications/cancelled reaches it).
+func withCallerGone(ctx context.Context, req mcp.Request) (context.Context, context.CancelFunc) {
+	post, ok := ctx.Value(postKey{}).(context.Context)
+	if !ok {
+		return ctx, func() {}
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); !ok || ss == nil || ss.ID() != "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(post, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // smallestBudgetBody returns r with its body read and, when a request in
