@@ -52,3 +52,25 @@ func TestHTTPHandlerNil(t *testing.T) {
 	require.NoError(t, err)
 	assert.Panics(t, func() { s.HTTPHandler(nil) })
 }
+
+// Whatever a POST body holds, smallestBudget does not panic, returns a
+// body it leaves alone byte for byte, and writes only valid JSON.
+func FuzzSmallestBudget(f *testing.F) {
+	const k = `"` + MetaKey + `"`
+	for _, s := range []string{
+		`{"params":{"_meta":{` + k + `:50,` + k + `:999999}}}`,
+		`[{"params":{"_meta":{` + k + `:5}}},{"params":{"_meta":{` + k + `:"x",` + k + `:1e400}}}]`,
+		`{"params":{"_meta":{` + k + `:7},"_meta":{"io.github.deadlinebudget\/budget-\u006ds":3}}}`,
+		`{"params":[` + k + `,` + k + `]}`, `null`, `[`, `{"params":{"_meta":null,"_meta":{` + k + `:1}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, changed := smallestBudget(body, MetaKey)
+		if !changed {
+			require.Equal(t, body, out)
+			return
+		}
+		require.True(t, json.Valid(out), "%s", out)
+	})
+}
