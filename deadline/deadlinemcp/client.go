@@ -353,7 +353,8 @@ func ensureParams(method string, req mcp.Request) mcp.Params {
 }
 
 // newParams returns empty params of the type the SDK sends for method, nil
-// for a method it does not know. Requests whose params MCP requires (a
+// for a method it does not know, and for initialize, whose params the SDK
+// always fills in (and requires: empty ones would make it panic). Requests whose params MCP requires (a
 // tool's or a prompt's name, a URI) get them empty too: the server answers
 // them with its error for the missing field, as it would without params.
 func newParams(method string) mcp.Params {
@@ -362,8 +363,6 @@ func newParams(method string) mcp.Params {
 		return &mcp.PingParams{}
 	case "server/discover":
 		return &mcp.DiscoverParams{}
-	case "initialize":
-		return &mcp.InitializeParams{}
 	case "tools/list":
 		return &mcp.ListToolsParams{}
 	case "tools/call":
