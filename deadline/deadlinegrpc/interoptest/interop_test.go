@@ -1,4 +1,4 @@
-package deadlinegrpc_test
+package interoptest
 
 import (
 	"context"
