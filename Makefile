@@ -17,7 +17,9 @@ GO_NEWER      ?= go1.27.4
 # Nested modules keep heavy or peer dependencies out of the root go.mod (the
 # root needs only the OpenTelemetry API and otelhttp): the demo with the SDK
 # and exporters, otelbudget's SDK-based tests, the OTLP round-trip check with
-# the Collector's pdata, and bench/ with the peer libraries. test and lint
+# the Collector's pdata, and bench/ with the peer libraries; and out of each
+# published module's go.mod, the tests-only modules beside it (test,
+# natstest, interoptest: docs/modules.md). test and lint
 # visit each of them, one target per module, so that `make -j2` runs two at
 # once and a new module costs one `go vet` and one `go test` invocation.
 SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod -not -path './.git/*' -not -path './.bin/*' | sort))
@@ -86,8 +88,11 @@ advise:
 test-oldest:
 	cd otelbudget/test && $(GO) vet -modfile=go.oldest.mod ./... && $(GO) test -race -count=1 -modfile=go.oldest.mod ./...
 
-## consumer-check: a scratch module importing only deadline and deadlinehttp
-## gets no gRPC, OTel SDK, exporter, Prometheus or autoexport module.
+## consumer-check: a scratch module per published module, importing all its
+## library packages, gets none of its deny-list (the test-only dependencies:
+## the NATS server, the SDK where the package does not need it, the xDS
+## modules' code, exporters, ...); one importing only deadline and
+## deadlinehttp gets no gRPC, OTel SDK, exporter, Prometheus or autoexport.
 consumer-check:
 	@./.ci/consumer-check
 

@@ -5,7 +5,6 @@ go 1.26.0
 replace github.com/deadlinebudget/budget => ../..
 
 require (
-	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
 	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
@@ -14,11 +13,8 @@ require (
 )
 
 require (
-	cloud.google.com/go/compute/metadata v0.9.0 // indirect
-	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect

@@ -1,7 +1,6 @@
 package deadlinegrpc_test
 
 import (
-	"fmt"
 	"io"
 	"testing"
 
@@ -9,17 +8,10 @@ import (
 	"google.golang.org/grpc/grpclog"
 )
 
+// TestMain silences grpclog and fails the package if a goroutine outlives
+// the tests. grpc-go's interop cases, which report through grpclog's Fatal,
+// run in the interoptest module.
 func TestMain(m *testing.M) {
-	grpclog.SetLoggerV2(interopLogger{grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)})
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 	goleak.VerifyTestMain(m)
 }
-
-// interopLogger is grpclog's logger for the tests: silent, except that
-// Fatal panics instead of exiting, so that a failing interop case
-// (google.golang.org/grpc/interop reports through grpclog's Fatal) fails
-// its test rather than the whole binary.
-type interopLogger struct{ grpclog.LoggerV2 }
-
-func (interopLogger) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalln(args ...any)               { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }

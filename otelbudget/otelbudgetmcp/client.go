@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	semconv41 "go.opentelemetry.io/otel/semconv/v1.41.0"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,8 +31,8 @@ const ErrorTypeToolError = "tool_error"
 //   - named "{mcp.method.name} {tool}" ("tools/call search") or the
 //     method alone, with mcp.method.name, gen_ai.tool.name for a tool call
 //     and mcp.session.id when the transport has one (the keys of
-//     semantic conventions v1.41.0, the last Go package that generates
-//     them);
+//     semantic conventions v1.41.0, declared in this package: the Go
+//     semconv packages from v1.42.0 on no longer generate them);
 //   - status Error with error.type when the request failed, or when a tool
 //     answered isError ([ErrorTypeToolError]); a caller's cancellation is
 //     not an error;
@@ -86,15 +85,15 @@ func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.M
 // spanName is a request span's name and attributes.
 func spanName(method string, p mcp.Params, session mcp.Session) (string, []attribute.KeyValue) {
 	attrs := make([]attribute.KeyValue, 0, 3)
-	attrs = append(attrs, semconv41.McpMethodNameKey.String(method))
+	attrs = append(attrs, mcpMethodNameKey.String(method))
 	name := method
 	if tool := target(p); tool != "" {
 		name = method + " " + tool
-		attrs = append(attrs, semconv41.GenAIToolName(tool))
+		attrs = append(attrs, genAIToolNameKey.String(tool))
 	}
 	if session != nil {
 		if id := session.ID(); id != "" {
-			attrs = append(attrs, semconv41.McpSessionID(id))
+			attrs = append(attrs, mcpSessionIDKey.String(id))
 		}
 	}
 	return name, attrs

@@ -6,6 +6,8 @@
 // expired message instead of processing it. With JetStream an expired
 // message is terminated (Term), so the server never redelivers it.
 //
-// It is a module of its own (it needs github.com/nats-io/nats.go); its
-// tests run an embedded NATS server in-process on 127.0.0.1.
+// It is a module of its own (it needs github.com/nats-io/nats.go). The tests
+// that run an embedded NATS server on 127.0.0.1 are in the natstest module
+// beside it, so that the server is not in this module's go.mod, nor in the
+// module graph of a program that imports budgetnats.
 package budgetnats

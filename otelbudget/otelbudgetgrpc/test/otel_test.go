@@ -1,4 +1,4 @@
-package otelbudgetgrpc_test
+package test
 
 import (
 	"context"

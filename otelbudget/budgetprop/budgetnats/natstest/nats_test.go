@@ -1,8 +1,7 @@
-package budgetnats_test
+package natstest
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -197,17 +196,6 @@ func TestJetStreamExpiredIsNotRedelivered(t *testing.T) {
 		t.Fatalf("a second expiry: %v", err)
 	default:
 	}
-}
-
-func TestHandlersRejectNil(t *testing.T) {
-	p := newProp(t, time.Now)
-	_, err := budgetnats.Handler(context.Background(), p, func(context.Context, *nats.Msg) {}, nil)
-	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
-	_, err = budgetnats.JetStreamHandler(context.Background(), nil, func(context.Context, jetstream.Msg) {}, func(jetstream.Msg, error) {})
-	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
-	var nilCtx context.Context
-	_, err = budgetnats.Handler(nilCtx, p, func(context.Context, *nats.Msg) {}, func(*nats.Msg, *budgetprop.RefusedError) {})
-	require.True(t, errors.Is(err, deadline.ErrInvalidPolicy))
 }
 
 // The real clocks, no simulation: a message that waited in a JetStream

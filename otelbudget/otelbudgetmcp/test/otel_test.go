@@ -1,4 +1,4 @@
-package otelbudgetmcp_test
+package test
 
 import (
 	"context"
@@ -246,13 +246,4 @@ func TestToolErrorSpans(t *testing.T) {
 			assert.Equal(t, otelbudgetmcp.ErrorTypeToolError, attrs(s)["error.type"].AsString())
 		}
 	})
-}
-
-func TestInvalidOptions(t *testing.T) {
-	c, err := otelbudgetmcp.ClientMiddleware(nil, []deadlinemcp.ClientOption{deadlinemcp.WithDefaultBudget(0)})
-	assert.Nil(t, c)
-	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
-	s, err := otelbudgetmcp.ServerMiddleware(nil, []deadlinemcp.ServerOption{deadlinemcp.WithFloor(-1)})
-	assert.Nil(t, s)
-	require.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 }

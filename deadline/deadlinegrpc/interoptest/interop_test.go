@@ -1,9 +1,8 @@
-package otelbudgetgrpc_test
+package interoptest
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -12,30 +11,27 @@ import (
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	v3orcaservicegrpc "github.com/cncf/xds/go/xds/service/orca/v3"
 	"github.com/stretchr/testify/require"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/grpclog"
 	"google.golang.org/grpc/interop"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/orca"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
-	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
-// grpc-go's interop client cases run against interop.NewTestServer behind
-// the otel server composition (ServerOptions), through a connection built
-// by DialOptions: with and without a budget in the context, with no
-// TestService method declared safe to repeat and with all of them. The
-// same cases without the composition run in deadlinegrpc's tests (the
-// runner below is a copy of theirs: a module under deadline/ cannot share
-// test code with one under otelbudget/). A case reports a failure through
-// grpclog's Fatal, which TestMain's logger turns into a panic.
+// grpc-go's interop client cases (google.golang.org/grpc/interop), the
+// cases every gRPC implementation passes, run against interop.NewTestServer
+// behind the server interceptors, through a client with the client
+// interceptors: with and without a budget in the context, installed by
+// DialOptions and by hand, with no TestService method declared safe to
+// repeat, with all of them (the lazy server-stream path), and with all of
+// them hedged after 5ms. The cases
+// report a failure through grpclog's Fatal, which TestMain's logger turns
+// into a panic that fails the case (see interopLogger).
 
+// testServiceMethods are every method of grpc.testing.TestService.
 var testServiceMethods = []string{
 	"/grpc.testing.TestService/EmptyCall",
 	"/grpc.testing.TestService/UnaryCall",
@@ -47,51 +43,52 @@ var testServiceMethods = []string{
 	"/grpc.testing.TestService/UnimplementedCall",
 }
 
-func TestInteropWithOtel(t *testing.T) {
-	for _, idempotent := range []bool{false, true} {
-		for _, budget := range []bool{false, true} {
-			t.Run(fmt.Sprintf("idempotent=%v/budget=%v", idempotent, budget), func(t *testing.T) {
-				t.Parallel()
-				rec := tracetest.NewSpanRecorder()
-				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-				defer tp.Shutdown(context.Background())
-				obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
-				sopts, err := otelbudgetgrpc.ServerOptions(obs, nil)
-				require.NoError(t, err)
-				opts := []deadlinegrpc.ClientOption{deadlinegrpc.WithPolicy(deadline.DefaultPolicy())}
-				if idempotent {
-					opts = append(opts, deadlinegrpc.WithIdempotentMethods(testServiceMethods...))
-				}
-				dial, err := otelbudgetgrpc.DialOptions(obs, opts)
-				require.NoError(t, err)
-				ctx := t.Context()
-				if budget {
-					ctx = deadline.NewContext(ctx, deadline.New(time.Minute))
-				}
-				RunInterop(t, ctx, sopts, dial, false)
-				require.NotEmpty(t, rec.Ended(), "the calls were traced")
-			})
+func TestInterop(t *testing.T) {
+	t.Run("plain grpc-go", func(t *testing.T) {
+		t.Parallel() // the control: the same cases without the interceptors
+		RunInterop(t, t.Context(), nil, nil, false)
+	})
+	for _, install := range []string{"DialOptions", "by hand"} {
+		for _, methods := range []string{"none", "idempotent", "hedged"} {
+			for _, budget := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/budget=%v", install, methods, budget)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					server, err := deadlinegrpc.NewServer()
+					require.NoError(t, err)
+					p := fixedPolicy()
+					if methods == "hedged" {
+						// Short enough that the larger cases are hedged.
+						p.Hedge = &deadline.Hedge{Delay: 5 * time.Millisecond, MaxHedges: 1}
+					}
+					opts := []deadlinegrpc.ClientOption{deadlinegrpc.WithPolicy(p)}
+					if methods != "none" {
+						opts = append(opts, deadlinegrpc.WithIdempotentMethods(testServiceMethods...))
+					}
+					client, err := deadlinegrpc.NewClient(opts...)
+					require.NoError(t, err)
+					dial := client.DialOptions()
+					if install == "by hand" {
+						dial = []grpc.DialOption{grpc.WithChainUnaryInterceptor(client.UnaryInterceptor()), grpc.WithChainStreamInterceptor(client.StreamInterceptor())}
+					}
+					ctx := t.Context()
+					if budget {
+						ctx = deadline.NewContext(ctx, deadline.New(time.Minute))
+					}
+					RunInterop(t, ctx, server.ServerOptions(), dial, methods == "hedged")
+				})
+			}
 		}
 	}
-}
-
-// interopLogger is grpclog's logger for the tests: silent, except that
-// Fatal panics instead of exiting, so that a failing interop case fails
-// its test rather than the whole binary.
-type interopLogger struct{ grpclog.LoggerV2 }
-
-func (interopLogger) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalln(args ...any)               { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-
-func newInteropLogger() grpclog.LoggerV2 {
-	return interopLogger{grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)}
 }
 
 // RunInterop serves interop.NewTestServer (and ORCA) on loopback with
 // serverOpts, and runs the interop client cases through connections dialed
 // with dial, each case with ctx. hedged says the client hedges: the ORCA
-// cases are then skipped (see deadlinegrpc's copy).
+// cases are then skipped, because their LB policy's picker writes each
+// call's load report through a pointer the caller's context carries, and
+// hedged attempts, which run at once in that context, would write it at
+// once (docs/grpc.md, "Hedging").
 func RunInterop(t *testing.T, ctx context.Context, serverOpts []grpc.ServerOption, dial []grpc.DialOption, hedged bool) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -164,7 +161,7 @@ func RunInterop(t *testing.T, ctx context.Context, serverOpts []grpc.ServerOptio
 				// canceled stream against the server's OK to the half-close
 				// sent after the cancel; on a loaded machine plain grpc-go
 				// loses it now and then too. A real fault fails every try
-				// (deadlinegrpc's TestStreamCanceledBeforeCloseIsCanceled checks the
+				// (TestStreamCanceledBeforeCloseIsCanceled checks the
 				// property the interceptors owe it deterministically).
 				tries = 3
 			}

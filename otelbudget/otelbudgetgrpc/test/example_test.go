@@ -1,4 +1,4 @@
-package otelbudgetgrpc_test
+package test
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // which carries the attempt attributes (here the server fails the first two
 // attempts with UNAVAILABLE). The observer's own hooks on the caller's
 // context record nothing twice.
-func ExampleDialOptions() {
+func Example_dialOptions() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
