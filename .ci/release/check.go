@@ -139,9 +139,6 @@ func ReleaseCheck(w io.Writer, root string, opts CheckOptions) (err error) {
 			goVersion = r.File.Go.Version
 		}
 	}
-	if err := os.WriteFile(filepath.Join(scratch, "go.mod"), fmt.Appendf(nil, "module example.com/releasecheck\n\ngo %s\n", goVersion), 0o644); err != nil {
-		return err
-	}
 	run := func(dir, step string, args ...string) ([]byte, error) {
 		fmt.Fprintf(w, "release-check: go %s\n", strings.Join(args, " "))
 		cmd := exec.Command("go", args...)
@@ -156,8 +153,21 @@ func ReleaseCheck(w io.Writer, root string, opts CheckOptions) (err error) {
 		return out, nil
 	}
 
+	// A user adds one integration to a project: each module on its own
+	// first (its requirements must resolve without the others), then all
+	// of them together, for the program below.
+	emptyMod := fmt.Appendf(nil, "module example.com/releasecheck\n\ngo %s\n", goVersion)
 	get := []string{"get"}
 	for _, r := range rels {
+		if err := os.WriteFile(filepath.Join(scratch, "go.mod"), emptyMod, 0o644); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(filepath.Join(scratch, "go.sum")); err != nil {
+			return err
+		}
+		if _, err := run(scratch, "a user adds "+r.Path+" to a project", "get", r.Path+"@"+r.Version); err != nil {
+			return err
+		}
 		get = append(get, r.Path+"@"+r.Version)
 	}
 	if _, err := run(scratch, "a user adds every released module to a project", get...); err != nil {
