@@ -78,6 +78,13 @@ func ReleaseCheck(w io.Writer, root string, opts CheckOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	changelog, err := repo.ReadFile(changelogFile)
+	if err != nil {
+		return fmt.Errorf("release check: %w", err)
+	}
+	if err := checkChangelog(changelog, rels); err != nil {
+		return err
+	}
 	out, err = git(clone, "show", "-s", "--format=%cI", commit)
 	if err != nil {
 		return err
@@ -322,4 +329,38 @@ func goEnv(name string) (string, error) {
 		return "", fmt.Errorf("go env %s: %w", name, err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// changelogFile is the release notes, in Keep a Changelog's form.
+const changelogFile = "CHANGELOG.md"
+
+// checkChangelog reports every set version that no "## [X.Y.Z…]" heading
+// of the changelog names: a release without its notes.
+func checkChangelog(data []byte, rels []Release) error {
+	var headings []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "## [") {
+			headings = append(headings, line)
+		}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range rels {
+		if seen[r.Version] {
+			continue
+		}
+		seen[r.Version] = true
+		want := strings.TrimPrefix(r.Version, "v")
+		if !slices.ContainsFunc(headings, func(h string) bool { return headingNames(h, want) }) {
+			errs = append(errs, fmt.Errorf("%s has no heading for %s (module set %s): add \"## [%s] - YYYY-MM-DD\" with the release's notes", changelogFile, r.Version, r.Set, want))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// headingNames reports whether a "## [1.2.0/0.3.0] - date" heading names
+// version (without its v).
+func headingNames(heading, version string) bool {
+	inside, _, _ := strings.Cut(strings.TrimPrefix(heading, "## ["), "]")
+	return slices.Contains(strings.Split(inside, "/"), version)
 }
