@@ -147,13 +147,14 @@ func ReleaseCheck(w io.Writer, root string, opts CheckOptions) (err error) {
 		}
 	}
 	run := func(dir, step string, args ...string) ([]byte, error) {
-		fmt.Fprintf(w, "release-check: go %s\n", strings.Join(args, " "))
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		began := time.Now()
 		out, err := cmd.Output()
+		fmt.Fprintf(w, "release-check: go %s (%s)\n", strings.Join(args, " "), time.Since(began).Round(100*time.Millisecond))
 		if err != nil {
 			return nil, fmt.Errorf("release check failed: %s: go %s: %w\n%s%s", step, strings.Join(args, " "), err, out, stderr.Bytes())
 		}
