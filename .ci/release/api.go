@@ -183,9 +183,10 @@ func extract(root, rev, dir string) error {
 	archive := exec.Command("git", "archive", "--format=tar", rev)
 	archive.Dir = root
 	untar := exec.Command("tar", "-x", "-C", dir)
-	var stderr bytes.Buffer
-	archive.Stderr = &stderr
-	untar.Stderr = &stderr
+	// One buffer each: the two processes write at the same time.
+	var archiveErr, untarErr bytes.Buffer
+	archive.Stderr = &archiveErr
+	untar.Stderr = &untarErr
 	pipe, err := archive.StdoutPipe()
 	if err != nil {
 		return err
@@ -195,10 +196,11 @@ func extract(root, rev, dir string) error {
 		return err
 	}
 	if err := archive.Run(); err != nil {
-		return fmt.Errorf("git archive %s: %w: %s", rev, err, stderr.String())
+		_ = untar.Wait() // its input closed: it ends
+		return fmt.Errorf("git archive %s: %w: %s", rev, err, archiveErr.String())
 	}
 	if err := untar.Wait(); err != nil {
-		return fmt.Errorf("extracting %s: %w: %s", rev, err, stderr.String())
+		return fmt.Errorf("extracting %s: %w: %s", rev, err, untarErr.String())
 	}
 	return nil
 }
