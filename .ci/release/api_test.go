@@ -98,6 +98,7 @@ func TestAPICheckIncompatibleChange(t *testing.T) {
 	r.write("m.go", "// Package m is the root package.\npackage m\n\n// A is kept.\nfunc A() {}\n")
 	out, err := r.apiCheck()
 	require.Error(t, err)
+	t.Logf("undeclared:\n%s%v", out, err)
 	assert.Contains(t, out, "example.com/m: v0.1.0 -> v0.1.0 (versions.yaml): 1 incompatible, 0 compatible changes")
 	assert.Contains(t, out, "incompatible: B: removed")
 	assert.Contains(t, out, "example.com/m/sub: v0.1.0 -> v0.1.0 (versions.yaml): 0 incompatible, 0 compatible changes")
@@ -115,6 +116,7 @@ func TestAPICheckIncompatibleChange(t *testing.T) {
 	r.versions("v0.2.0")
 	out, err = r.apiCheck()
 	require.NoError(t, err)
+	t.Logf("declared:\n%s", out)
 	assert.Contains(t, out, "example.com/m: v0.1.0 -> v0.2.0 (versions.yaml): 1 incompatible, 0 compatible changes")
 	assert.Contains(t, out, "declared: v0.1.0 -> v0.2.0 allows incompatible changes")
 }
