@@ -125,7 +125,10 @@ func ReleaseCheck(w io.Writer, root string, opts CheckOptions) (err error) {
 	}
 	env := append(os.Environ(),
 		"GOMODCACHE="+filepath.Join(tmp, "modcache"),
-		"GOFLAGS=-modcacherw",
+		// -trimpath: the module cache is a new directory each run, and
+		// without it the build cache keys every compiled package on its
+		// directory, so that no run would find the last one's work.
+		"GOFLAGS=-modcacherw -trimpath",
 		"GOWORK=off",
 		"GOPROXY="+fileURL(proxy)+","+fallback,
 		// Our modules exist only in the file proxy: their checksums are
