@@ -35,7 +35,7 @@ SHORT_MODULES := bench
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
@@ -171,7 +171,37 @@ doc-check:
 	$(GO) test -count=1 ./.ci/doccheck
 	$(GO) run ./.ci/doccheck
 
+## Releases (docs/modules.md, "Releasing"): versions.yaml groups the
+## modules into release sets; .ci/release, a module of its own (so that
+## golang.org/x/mod and x/exp never enter a published go.mod), reads it and
+## every go.mod. A new module is a line in versions.yaml, not a change here.
+RELEASE := $(GO) run -C .ci/release .
+
+## release-prepare: VERSION=vX.Y.Z [SET=name] [TAG=1]: set the module set's
+## version in versions.yaml, require it in every go.mod that requires one of
+## the set's modules, and print the tags (v…, deadline/deadlinegrpc/v…, …);
+## with TAG=1, once the changes are committed, create them at HEAD.
+release-prepare:
+	@[ -n "$(VERSION)" ] || { echo "make release-prepare: say VERSION=vX.Y.Z" >&2; exit 2; }
+	$(RELEASE) prepare -version $(VERSION) $(if $(SET),-set $(SET)) $(if $(TAG),-tag)
+
+## release-check: [REV=commit]: every released module of versions.yaml, at
+## the version it declares, from zips of the commit (HEAD) in a file module
+## proxy, fetched by a scratch module outside the repository with an empty
+## module cache and GOWORK=off: each module on its own, then all of them, a
+## program importing every library package built, every command installed
+## with go install …@version.
+release-check:
+	$(RELEASE) check $(if $(REV),-rev $(REV))
+
+## api-check: every released package against its module's last release tag
+## (golang.org/x/exp/apidiff); a change the version in versions.yaml does not
+## allow fails. Modules with no release tag yet are reported as such.
+api-check:
+	$(RELEASE) api
+
 ## ci: what CI gates: lint, the tests, the newer Go release, bounded
-## fuzzing, the documented commands; CI_JOBS targets at a time.
+## fuzzing, the documented commands, the release as a user would fetch it
+## and the API against the last release; CI_JOBS targets at a time.
 ci:
-	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test compat fuzz doc-check
+	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test compat fuzz doc-check release-check api-check

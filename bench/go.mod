@@ -7,7 +7,7 @@ replace github.com/deadlinebudget/budget => ../
 require (
 	github.com/avast/retry-go/v4 v4.7.0
 	github.com/cenkalti/backoff/v5 v5.0.3
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/sethvargo/go-retry v0.5.0
@@ -26,7 +26,7 @@ require (
 
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
-	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.1.0
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

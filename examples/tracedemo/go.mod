@@ -5,10 +5,10 @@ go 1.26.0
 replace github.com/deadlinebudget/budget => ../..
 
 require (
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/stretchr/testify v1.12.1
@@ -42,7 +42,7 @@ require (
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.1.0
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

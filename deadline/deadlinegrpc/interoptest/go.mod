@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0

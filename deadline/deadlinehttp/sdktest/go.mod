@@ -6,7 +6,7 @@ replace github.com/deadlinebudget/budget => ../../..
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.16.0
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0

@@ -10,9 +10,9 @@ replace (
 
 require (
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 	go.opentelemetry.io/otel v1.47.0

@@ -9,9 +9,9 @@ replace (
 )
 
 require (
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/deadline/deadlinemcp v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0

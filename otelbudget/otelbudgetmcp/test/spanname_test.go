@@ -1,4 +1,4 @@
-package otelbudgetmcp_test
+package test
 
 import (
 	"context"

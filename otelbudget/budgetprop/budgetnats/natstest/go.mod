@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
-	github.com/deadlinebudget/budget/otelbudget/budgetprop/budgetnats v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/budgetprop/budgetnats v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1

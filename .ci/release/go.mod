@@ -1,0 +1,16 @@
+module github.com/deadlinebudget/budget/.ci/release
+
+go 1.26.0
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
+	golang.org/x/mod v0.43.0
+)
+
+require github.com/stretchr/testify v1.12.1
+
+require (
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/tools v0.52.1-0.20261106145633-d407941a339a
+)
