@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -162,4 +163,36 @@ func TestServerAdmissionErrors(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, tt.field, pe.Field)
 	}
+}
+
+// TestServerPanicFreesQueueSlot: a panic in a WithAdmission function or in
+// the handler, recovered outside the interceptor (a recovery interceptor),
+// gives the RPC's queue slot back; with one slot, every later RPC would be
+// RESOURCE_EXHAUSTED for good otherwise.
+func TestServerPanicFreesQueueSlot(t *testing.T) {
+	var observed atomic.Int32
+	s, err := deadlinegrpc.NewServer(deadlinegrpc.WithAdmissionQueue(1, 0),
+		deadlinegrpc.WithAdmission(func(context.Context, string, deadlinegrpc.Admission) {
+			if observed.Add(1) == 1 {
+				panic("telemetry bug")
+			}
+		}))
+	require.NoError(t, err)
+	interceptor := s.UnaryInterceptor()
+	info := &grpc.UnaryServerInfo{FullMethod: mGet}
+	ok := func(_ context.Context, req any) (any, error) { return req, nil }
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+
+	require.PanicsWithValue(t, "telemetry bug", func() { _, _ = interceptor(ctx, "x", info, ok) })
+	for i := range 3 {
+		_, err := interceptor(ctx, "x", info, ok)
+		require.NoError(t, err, "RPC %d after the WithAdmission panic: its slot was freed", i)
+	}
+
+	require.PanicsWithValue(t, "handler bug", func() {
+		_, _ = interceptor(ctx, "x", info, func(context.Context, any) (any, error) { panic("handler bug") })
+	})
+	_, err = interceptor(ctx, "x", info, ok)
+	require.NoError(t, err, "after the handler's panic: its slot was freed")
 }

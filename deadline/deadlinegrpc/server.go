@@ -173,17 +173,25 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 			return handler(ctx, req)
 		}
 		a, d, t := s.admit(ctx, info.FullMethod, s.unary)
+		// From here the RPC may hold a slot of the admission queue: its
+		// Ticket ends on every path, a panic in a WithAdmission function
+		// or in the handler included (a recovery interceptor outside keeps
+		// the server up, and the slot must come back).
+		hctx, cancel := ctx, noCancel
+		returned := false
+		defer func() {
+			t.Done(hctx, returned) // before cancel: hctx says how the handler ended
+			cancel()
+		}()
+		s.observe(ctx, info.FullMethod, a)
 		if a.Refused() {
 			if a.Refusal.Budget() {
 				_ = grpc.SetTrailer(ctx, refusedTrailer(a))
 			}
 			return nil, refusedStatus(a)
 		}
-		ctx, cancel := scope(ctx, a, d)
-		defer cancel()
-		returned := false
-		defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how the handler ended
-		resp, err := handler(ctx, req)
+		hctx, cancel = scope(ctx, a, d)
+		resp, err := handler(hctx, req)
 		returned = true
 		return resp, err
 	}
@@ -196,7 +204,8 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		if s.cfg.exempt.applies(ss.Context(), info.FullMethod) {
 			return handler(srv, ss) // a long-lived stream: no maximum (see WithExemptMethods)
 		}
-		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams)
+		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams) // no queue: nothing to end
+		s.observe(ss.Context(), info.FullMethod, a)
 		if a.Refused() {
 			ss.SetTrailer(refusedTrailer(a))
 			return refusedStatus(a)
@@ -228,8 +237,8 @@ type serverStream struct {
 
 func (s *serverStream) Context() context.Context { return s.ctx }
 
-// admit decides an RPC's budget with g and reports it; t is its hold on
-// the admission, to end when the handler returns.
+// admit decides an RPC's budget with g; t is its hold on the admission,
+// to end when the handler returns or panics.
 func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter) (Admission, deadline.Deadline, deadline.Ticket) {
 	var in deadline.Inbound
 	if end, ok := ctx.Deadline(); ok {
@@ -241,10 +250,14 @@ func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter)
 		MaxBudget: ad.MaxBudget, Budget: ad.Budget, Limit: ad.Limit, Floor: ad.Floor, Refusal: ad.Refusal,
 		Learned: ad.Learned, Estimate: ad.Estimate, Probe: ad.Probe, Queued: ad.Queued, QueueWait: ad.QueueWait,
 	}
+	return a, ad.Deadline, t
+}
+
+// observe calls the WithAdmission functions.
+func (s *Server) observe(ctx context.Context, method string, a Admission) {
 	for _, f := range s.cfg.admission {
 		f(ctx, method, a)
 	}
-	return a, ad.Deadline, t
 }
 
 func refusedValue(a Admission) string {

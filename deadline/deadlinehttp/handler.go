@@ -249,7 +249,9 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // ends at it ([deadline.Deadline.Scope]), so that [deadline.FromContext],
 // ctx.Done() and a [Transport] used inside the handler all spend the same
 // budget. The middleware writes nothing after next returns, and it does not
-// recover a panic in next: it releases the scope and lets the panic go on.
+// recover a panic in next or in a [WithAdmission] function: it releases the
+// scope and the request's slot in the queue ([WithAdmissionQueue]), and
+// lets the panic go on.
 //
 // # When the lease ends
 //
@@ -304,6 +306,15 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, d, t := h.admit(r)
+	// From here the request may hold a slot of the admission queue: its
+	// Ticket ends on every path, a panic in a WithAdmission function or in
+	// next included, or the slot is lost for good.
+	ctx, cancel := r.Context(), noCancel
+	returned := false
+	defer func() {
+		t.Done(ctx, returned) // before cancel: ctx says how next ended
+		cancel()
+	}()
 	if h.cfg.admission != nil {
 		h.cfg.admission(r, a)
 	}
@@ -311,10 +322,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, a)
 		return
 	}
-	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
-	defer cancel()
-	returned := false
-	defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how next ended
+	ctx, cancel = d.Scope(deadline.NewContext(r.Context(), d))
 	if h.cfg.bodyRead && r.Body != nil && r.Body != http.NoBody {
 		// ErrNotSupported (a ResponseWriter without the method) leaves the
 		// request as it was, as WithBodyReadDeadline says.
@@ -328,6 +336,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, inner)
 	returned = true
 }
+
+func noCancel() {}
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
 // was too small, 503 when the admission queue was full.

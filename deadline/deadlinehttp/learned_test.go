@@ -191,3 +191,32 @@ func TestHandlerAdmissionErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, h)
 }
+
+// TestHandlerPanicFreesQueueSlot: a panic in a WithAdmission function or in
+// next (net/http recovers both) gives the request's queue slot back; with
+// one slot, every later request would be answered 503 for good otherwise.
+func TestHandlerPanicFreesQueueSlot(t *testing.T) {
+	var observed atomic.Int32
+	var panicNext atomic.Bool
+	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		if panicNext.Load() {
+			panic("handler bug")
+		}
+	}), deadlinehttp.WithAdmissionQueue(1, 0),
+		deadlinehttp.WithAdmission(func(*http.Request, deadlinehttp.Admission) {
+			if observed.Add(1) == 1 {
+				panic("telemetry bug")
+			}
+		}))
+	require.NoError(t, err)
+
+	require.PanicsWithValue(t, "telemetry bug", func() { getBudget(h, "/", 1000) })
+	for i := range 3 {
+		require.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "request %d after the WithAdmission panic: its slot was freed", i)
+	}
+
+	panicNext.Store(true)
+	require.PanicsWithValue(t, "handler bug", func() { getBudget(h, "/", 1000) })
+	panicNext.Store(false)
+	require.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "after next's panic: its slot was freed")
+}
