@@ -20,7 +20,8 @@ type ServiceRecorder interface {
 // LearnedAdmission makes a server refuse, on arrival, a call whose budget
 // is below what its route very likely needs, learned from the route's own
 // recent calls ([Admitter]). The server records every admitted call's
-// service time (the handler's duration, queue wait excluded) into
+// service time (the handler's duration, queue wait and the time the
+// transport gives [Ticket.Exclude] excluded) into
 // Recorder, and asks Estimator how likely a call of the route is to
 // complete within the budget it arrived with; below Threshold the call is
 // refused with [RefusalLearned] before the handler runs.
@@ -210,6 +211,21 @@ type Ticket struct {
 	route string
 	start time.Time
 	end   time.Time // the call's deadline
+	// excluded is time inside the call that is not service time.
+	excluded time.Duration
+}
+
+// Exclude takes d out of the service time that [Ticket.Done] records:
+// time the call spent waiting on its caller rather than working, such as
+// the Reads of a request body the client sends slowly (deadlinehttp
+// excludes them). What a client controls must not teach the server that a
+// route is slow: learned admission would then refuse the calls of every
+// other client. Call it before Done; d <= 0 does nothing, and so does
+// Exclude on the zero Ticket or after Done.
+func (t *Ticket) Exclude(d time.Duration) {
+	if d > 0 {
+		t.excluded += d
+	}
 }
 
 // Done ends the call's hold, once the handler has returned (returned true)
@@ -217,8 +233,8 @@ type Ticket struct {
 // service time of a handler that returned. ctx is the context the handler
 // ran under: if it ended before the handler returned, the call is recorded
 // as cut by its deadline ([EndedDeadline], censored at the budget it had
-// when it started) or, canceled, not at all. Calls after the first do
-// nothing.
+// when it started) or, canceled, not at all. Both durations are less the
+// time given to [Ticket.Exclude]. Calls after the first do nothing.
 func (t *Ticket) Done(ctx context.Context, returned bool) {
 	if t.q != nil {
 		t.q.release()
@@ -235,8 +251,10 @@ func (t *Ticket) Done(ctx context.Context, returned bool) {
 	now := time.Now()
 	switch err := ctx.Err(); {
 	case err == nil:
-		l.Recorder.Record(t.route, EndedCompleted, now.Sub(t.start), now)
+		l.Recorder.Record(t.route, EndedCompleted, max(now.Sub(t.start)-t.excluded, 0), now)
 	case errors.Is(err, context.DeadlineExceeded):
-		l.Recorder.Record(t.route, EndedDeadline, t.end.Sub(t.start), now)
+		// Cut after working for its budget less the excluded time: that
+		// is what it is known to need more than.
+		l.Recorder.Record(t.route, EndedDeadline, max(t.end.Sub(t.start)-t.excluded, 0), now)
 	}
 }

@@ -199,6 +199,26 @@ func TestTicketRecords(t *testing.T) {
 			assert.Equal(t, []time.Duration{500 * time.Millisecond}, cut, "censored at the budget it started with")
 		})
 	})
+	t.Run("excluded time taken out", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			st := &serviceTimes{}
+			g := newAdmitter(t, st)
+			_, tk := g.Admit(t.Context(), "r", in, deadline.Deadline{})
+			time.Sleep(300 * time.Millisecond)
+			tk.Exclude(250 * time.Millisecond) // e.g. reading a slow body
+			tk.Exclude(-time.Second)           // ignored
+			tk.Done(t.Context(), true)
+			a, tk := g.Admit(t.Context(), "r", in, deadline.Deadline{})
+			ctx, cancel := a.Deadline.Scope(t.Context())
+			defer cancel()
+			<-ctx.Done()
+			tk.Exclude(200 * time.Millisecond)
+			tk.Done(ctx, true)
+			got, cut := st.records("r")
+			assert.Equal(t, []time.Duration{50 * time.Millisecond}, got)
+			assert.Equal(t, []time.Duration{300 * time.Millisecond}, cut, "censored at what it worked: its budget less the excluded time")
+		})
+	})
 	t.Run("canceled or panicked: not recorded, slot freed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			st := &serviceTimes{}

@@ -8,7 +8,9 @@ import "github.com/deadlinebudget/budget/deadline"
 // with [RefusedTrailer] "budget-ms=80, floor-ms=0, reason=learned", and the
 // handler is not called; nothing of what was learned is in the answer.
 // Every admitted unary RPC's service time (the handler's duration, time
-// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// waiting in the queue of [WithAdmissionQueue] excluded; grpc-go has
+// received the request message before the interceptor runs, so how fast a
+// client sends it is not in it) is recorded in
 // l.Recorder under its full method name, as completed, or as cut by its
 // budget when its context ended first; a canceled RPC or a panic is not
 // recorded. Until a method has enough samples (l.MinSamples, and the

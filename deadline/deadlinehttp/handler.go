@@ -1,7 +1,9 @@
 package deadlinehttp
 
 import (
+	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -154,10 +156,16 @@ func WithBodyReadDeadline() HandlerOption {
 // handler takes and refuse at once a request whose effective budget is
 // below what its route very likely needs ([deadline.LearnedAdmission]):
 // the response is 504 with [RefusedHeader], "reason=learned", and next is
-// not called. Every admitted request's service time (next's duration, time
-// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// not called. Every admitted request's service time is recorded in
 // l.Recorder under its route, as completed, or as cut by its budget when
 // its context ended first; a canceled request or a panic is not recorded.
+// The service time is next's duration without what the client decides:
+// time waiting in the queue of [WithAdmissionQueue] and time spent in the
+// Reads of the request's body are excluded, so that slow uploads do not
+// teach the route that its work is slow and make it refuse the requests
+// of other clients. (Next reading its body on another goroutine while it
+// works has that overlap taken out too: its service time is then
+// recorded as shorter than it was.)
 //
 // The route is r.Pattern as the request reaches the middleware, which is
 // set when the middleware is registered on a [http.ServeMux] pattern
@@ -311,7 +319,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// next included, or the slot is lost for good.
 	ctx, cancel := r.Context(), noCancel
 	returned := false
+	var body *clientBody
 	defer func() {
+		if body != nil {
+			t.Exclude(body.wait())
+		}
 		t.Done(ctx, returned) // before cancel: ctx says how next ended
 		cancel()
 	}()
@@ -333,11 +345,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inner.Header = r.Header.Clone() // the inbound request is not ours to modify
 		inner.Header.Del(h.cfg.header)
 	}
+	if h.cfg.learned != nil && r.Body != nil && r.Body != http.NoBody {
+		// The client decides how fast its body arrives: that time is not
+		// the route's service time (see WithLearnedAdmission).
+		body = &clientBody{ReadCloser: r.Body}
+		inner.Body = body
+	}
 	h.next.ServeHTTP(w, inner)
 	returned = true
 }
 
 func noCancel() {}
+
+// clientBody is an inbound request body that adds up the time its Reads
+// wait: time the client decides (a slow upload), taken out of the
+// learned service time.
+type clientBody struct {
+	io.ReadCloser
+	waited atomic.Int64 // nanoseconds
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := b.ReadCloser.Read(p)
+	b.waited.Add(int64(time.Since(start)))
+	return n, err
+}
+
+// wait returns the time spent in Read so far.
+func (b *clientBody) wait() time.Duration { return time.Duration(b.waited.Load()) }
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
 // was too small, 503 when the admission queue was full.

@@ -1,10 +1,12 @@
 package deadlinehttp_test
 
 import (
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,4 +221,60 @@ func TestHandlerPanicFreesQueueSlot(t *testing.T) {
 	require.PanicsWithValue(t, "handler bug", func() { getBudget(h, "/", 1000) })
 	panicNext.Store(false)
 	require.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "after next's panic: its slot was freed")
+}
+
+// slowBody is a request body a client sends slowly: one byte a second.
+type slowBody struct{ left int }
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(time.Second)
+	b.left--
+	p[0] = 'x'
+	return 1, nil
+}
+
+// TestHandlerSlowUploadsDoNotTeachSlowness: what a client controls (how
+// fast its body arrives) is not the route's service time. After 30 uploads
+// that take 3 s to arrive and 100 ms to handle, a request with a 300 ms
+// budget and a quick body is admitted: the route needs 100 ms.
+func TestHandlerSlowUploadsDoNotTeachSlowness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, l := liveRecorder(t)
+		var last deadlinehttp.Admission
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				w.WriteHeader(http.StatusGatewayTimeout)
+			}
+		}), deadlinehttp.WithLearnedAdmission(l),
+			deadlinehttp.WithAdmission(func(_ *http.Request, a deadlinehttp.Admission) { last = a }))
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		mux.Handle("/upload", h)
+		post := func(body io.Reader, ms int) int {
+			req := httptest.NewRequest(http.MethodPost, "/upload", body)
+			req.Header.Set(deadlinehttp.DefaultHeader, strconv.Itoa(ms))
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, req)
+			return w.Code
+		}
+
+		for range 30 {
+			require.Equal(t, http.StatusOK, post(&slowBody{left: 3}, 30000))
+		}
+		require.Equal(t, []string{"/upload"}, rec.Steps())
+
+		assert.Equal(t, http.StatusOK, post(strings.NewReader("quick"), 300),
+			"a 300 ms budget covers the 100 ms the route needs; the uploads' 3 s were the clients'")
+		assert.True(t, last.Learned)
+		assert.InDelta(t, 1, last.Estimate.P, 1e-9)
+	})
 }
