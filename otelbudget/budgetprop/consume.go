@@ -43,14 +43,14 @@ func (p *Propagator) Consume(ctx context.Context, carrier propagation.TextMapCar
 	}
 	x := p.read(carrier)
 	x.Queued = true
-	in := deadline.Inbound{Present: x.Usable(), Budget: x.Budget}
+	in := deadline.Inbound{Present: x.Usable(), Budget: x.SentBudget}
 	if x.HasExpiry {
 		e := x.expiryRemaining
-		if x.HasBudget {
-			x.QueueTime = x.Budget - e
-			x.SkewExceeded = e-x.Budget > p.c.skew
+		if x.HasSentBudget {
+			x.QueueTime = x.SentBudget - e
+			x.SkewExceeded = e-x.SentBudget > p.c.skew
 		}
-		if !x.HasBudget || e < in.Budget {
+		if !x.HasSentBudget || e < in.Budget {
 			in.Budget = e
 		}
 	}

@@ -10,11 +10,19 @@ import (
 
 // Extraction is what [Propagator.Extract] or [Propagator.Consume] found in
 // a carrier and decided. It is a plain value, measured on arrival.
+//
+// The budget the receiver works under is [Extraction.Budget] (the
+// effective budget, from [Extraction.Admission]); SentBudget and Expiry
+// are the raw fields, as the sender wrote them, before the receiver's
+// maximum, an outer deadline, the expiry or the time in a queue lowered
+// them. Telemetry that wants what the caller asked for reads SentBudget;
+// everything else reads Budget.
 type Extraction struct {
-	// HasBudget reports that [FieldBudget] held a valid value; Budget is
-	// its smallest valid member (at most 9999999999 ms), as sent.
-	HasBudget bool
-	Budget    time.Duration
+	// HasSentBudget reports that [FieldBudget] held a valid value;
+	// SentBudget is its smallest valid member (at most 9999999999 ms), as
+	// sent: not the budget the receiver grants ([Extraction.Budget]).
+	HasSentBudget bool
+	SentBudget    time.Duration
 	// HasExpiry reports that [FieldExpiry] held a valid value; Expiry is
 	// its earliest valid member, on the sender's wall clock.
 	HasExpiry bool
@@ -48,9 +56,16 @@ type Extraction struct {
 	expiryRemaining time.Duration // Expiry - now on this host's wall clock
 }
 
+// Budget returns the effective budget: the one the receiver's
+// [deadline.Deadline] was given on arrival (Admission.Budget), after the
+// maximum, an outer deadline, the expiry and the time in a queue; <= 0 when
+// it was spent. It is 0 when no field was usable ([Extraction.Usable]).
+// [Extraction.SentBudget] is what the sender wrote.
+func (x Extraction) Budget() time.Duration { return x.Admission.Budget }
+
 // Usable reports that a field held a valid value, so that Admission was
 // decided and a Deadline stored.
-func (x Extraction) Usable() bool { return x.HasBudget || x.HasExpiry }
+func (x Extraction) Usable() bool { return x.HasSentBudget || x.HasExpiry }
 
 // Refused reports that the inbound budget was spent or at or below the
 // floor: the receiver should not start the work.
@@ -89,7 +104,7 @@ func (e *RefusedError) Error() string {
 		msg += "budget " + a.Budget.String() + " at or below the " + a.Floor.String() + " floor"
 	} else {
 		msg += "budget spent (" + a.Budget.String() + " left"
-		if e.Extraction.Queued && e.Extraction.HasExpiry && e.Extraction.HasBudget {
+		if e.Extraction.Queued && e.Extraction.HasExpiry && e.Extraction.HasSentBudget {
 			msg += " after " + e.Extraction.QueueTime.String() + " queued"
 		}
 		msg += ")"

@@ -100,17 +100,17 @@ func (p *Propagator) Inject(ctx context.Context, carrier propagation.TextMapCarr
 // Extraction with Malformed set and no Deadline: the fields are ignored.
 func (p *Propagator) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
 	x := p.read(carrier)
-	if !x.HasBudget && !x.HasExpiry {
+	if !x.HasSentBudget && !x.HasExpiry {
 		if x.Malformed {
 			ctx = context.WithValue(ctx, extractionKey{}, x)
 		}
 		return ctx
 	}
-	in := x.Budget
+	in := x.SentBudget
 	if x.HasExpiry {
 		e := x.expiryRemaining
 		switch {
-		case !x.HasBudget:
+		case !x.HasSentBudget:
 			in = e
 		case e+p.c.skew < in:
 			in = e + p.c.skew
@@ -136,7 +136,7 @@ func (p *Propagator) read(carrier propagation.TextMapCarrier) Extraction {
 	e := parseField(values(carrier, FieldExpiry), maxExpiryDigits)
 	x := Extraction{Malformed: b.malformed || e.malformed}
 	if b.valid {
-		x.HasBudget, x.Budget = true, time.Duration(b.ms)*time.Millisecond
+		x.HasSentBudget, x.SentBudget = true, time.Duration(b.ms)*time.Millisecond
 	}
 	if e.valid {
 		x.HasExpiry, x.Expiry = true, time.UnixMilli(e.ms)

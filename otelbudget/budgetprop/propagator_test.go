@@ -107,7 +107,7 @@ func TestExtractDirectHopUsesTheRelativeBudget(t *testing.T) {
 	for _, skew := range []time.Duration{0, 200 * time.Millisecond, -200 * time.Millisecond, budgetprop.DefaultSkewAllowance} {
 		recv := newProp(t, budgetprop.WithClock(clk.at(skew)))
 		x, ctx := extract(t, recv, context.Background(), c)
-		assert.Equal(t, time.Second, x.Budget)
+		assert.Equal(t, time.Second, x.SentBudget)
 		assert.Equal(t, time.Second, x.Admission.Budget, "skew %v", skew)
 		assert.Equal(t, deadline.AdmitByInbound, x.Admission.Limit)
 		assert.False(t, x.Refused())
@@ -143,7 +143,7 @@ func TestExtractAgreesWithDeadlineHTTPHandler(t *testing.T) {
 		p.Inject(deadline.NewContext(context.Background(), deadline.New(lease)), propagation.HeaderCarrier(req.Header))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 
-		assert.Equal(t, got.HeaderBudget, x.Budget, "lease %v", lease)
+		assert.Equal(t, got.HeaderBudget, x.SentBudget, "lease %v", lease)
 		assert.Equal(t, got.Budget, x.Admission.Budget, "lease %v", lease)
 		assert.Equal(t, got.Limit, x.Admission.Limit, "lease %v", lease)
 	}
@@ -174,6 +174,28 @@ func TestExtractClampsAndRefuses(t *testing.T) {
 	x, _ = extract(t, p, outer, carrier(budgetprop.FieldBudget, "3000"))
 	assert.Equal(t, deadline.AdmitByOuter, x.Admission.Limit)
 	assert.LessOrEqual(t, x.Admission.Budget, time.Second)
+}
+
+// TestExtractionBudgetIsTheEffectiveOne: Extraction.Budget is the budget
+// the receiver works under (clamped to its maximum, lowered by an outer
+// deadline, by a stale expiry), and the value as sent is the one with the
+// qualified name, SentBudget, so that x.Budget never means a budget the
+// receiver did not grant.
+func TestExtractionBudgetIsTheEffectiveOne(t *testing.T) {
+	p := newProp(t, budgetprop.WithMaxBudget(5*time.Second))
+	x, ctx := extract(t, p, context.Background(), carrier(budgetprop.FieldBudget, "60000"))
+	assert.Equal(t, 5*time.Second, x.Budget(), "clamped to the maximum")
+	assert.Equal(t, 60*time.Second, x.SentBudget, "as sent")
+	d, _ := deadline.FromContext(ctx)
+	assert.Equal(t, d.Budget(), x.Budget(), "the Deadline's")
+
+	outer, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	x, _ = extract(t, p, outer, carrier(budgetprop.FieldBudget, "3000"))
+	assert.LessOrEqual(t, x.Budget(), time.Second, "an outer deadline binds")
+	assert.Equal(t, 3*time.Second, x.SentBudget)
+
+	assert.Zero(t, budgetprop.Extraction{Malformed: true}.Budget(), "nothing usable")
 }
 
 // Bad input has a documented outcome: ignored (malformed member) or
