@@ -18,18 +18,19 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // liveAdmission returns a learn.Recorder in live mode (20 samples, every
-// 10) and the LearnedAdmission on it.
-func liveAdmission(t *testing.T) (*learn.Recorder, deadline.LearnedAdmission) {
+// 10) and the admission.Learned on it.
+func liveAdmission(t *testing.T) (*learn.Recorder, admission.Learned) {
 	t.Helper()
 	rec := &learn.Recorder{}
 	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 20}, Every: 10})
 	require.NoError(t, err)
-	return rec, deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}
+	return rec, admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}
 }
 
 // invoke calls method with a plain grpc-go context deadline of d and
@@ -154,8 +155,8 @@ func TestServerAdmissionErrors(t *testing.T) {
 	}{
 		{deadlinegrpc.WithAdmissionQueue(0, 10), "deadlinegrpc.WithAdmissionQueue limit"},
 		{deadlinegrpc.WithAdmissionQueue(1, -1), "deadlinegrpc.WithAdmissionQueue backlog"},
-		{deadlinegrpc.WithLearnedAdmission(bad), "LearnedAdmission.Threshold"},
-		{deadlinegrpc.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 0}), "LearnedAdmission.Threshold"},
+		{deadlinegrpc.WithLearnedAdmission(bad), "admission.Learned.Threshold"},
+		{deadlinegrpc.WithLearnedAdmission(admission.Learned{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 0}), "admission.Learned.Threshold"},
 	} {
 		s, err := deadlinegrpc.NewServer(tt.opt)
 		assert.Nil(t, s)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
@@ -36,8 +37,8 @@ type serverConfig struct {
 	max       time.Duration
 	floor     time.Duration
 	admission []func(ctx context.Context, method string, a Admission)
-	learned   *deadline.LearnedAdmission // WithLearnedAdmission
-	queue     *deadline.AdmissionQueue   // WithAdmissionQueue
+	learned   *admission.Learned // WithLearnedAdmission
+	queue     *admission.Queue   // WithAdmissionQueue
 	exempt    exemptSet
 	err       error
 }
@@ -97,7 +98,7 @@ type Server struct {
 	cfg serverConfig
 	// unary admits unary RPCs (learned service time and queue, when set);
 	// streams admits streams (never: see WithLearnedAdmission).
-	unary, streams *deadline.Admitter
+	unary, streams *admission.Admitter
 }
 
 // NewServer returns a Server configured by opts.
@@ -146,11 +147,11 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	unary, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}
-	streams, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor})
+	streams, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor})
 	if err != nil {
 		return nil, err
 	}
@@ -239,10 +240,10 @@ func (s *serverStream) Context() context.Context { return s.ctx }
 
 // admit decides an RPC's budget with g; t is its hold on the admission,
 // to end when the handler returns or panics.
-func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter) (Admission, deadline.Deadline, deadline.Ticket) {
-	var in deadline.Inbound
+func (s *Server) admit(ctx context.Context, method string, g *admission.Admitter) (Admission, deadline.Deadline, admission.Ticket) {
+	var in admission.Inbound
 	if end, ok := ctx.Deadline(); ok {
-		in = deadline.Inbound{Present: true, End: end}
+		in = admission.Inbound{Present: true, End: end}
 	}
 	ad, t := g.Admit(ctx, method, in, deadline.Deadline{})
 	a := Admission{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // DefaultMaxBudget is the largest budget [NewHandler] grants a request, and
@@ -29,9 +30,9 @@ type handlerConfig struct {
 	malformed func(r *http.Request, value string)
 	admission func(r *http.Request, a Admission)
 	bodyRead  bool // WithBodyReadDeadline
-	learned   *deadline.LearnedAdmission
+	learned   *admission.Learned
 	route     func(r *http.Request) string
-	queue     *deadline.AdmissionQueue
+	queue     *admission.Queue
 	err       error // the first invalid option, returned by NewHandler
 }
 
@@ -154,7 +155,7 @@ func WithBodyReadDeadline() HandlerOption {
 
 // WithLearnedAdmission makes the middleware learn how long each route's
 // handler takes and refuse at once a request whose effective budget is
-// below what its route very likely needs ([deadline.LearnedAdmission]):
+// below what its route very likely needs ([admission.Learned]):
 // the response is 504 with [RefusedHeader], "reason=learned", and next is
 // not called. Every admitted request's service time is recorded in
 // l.Recorder under its route, as completed, or as cut by its budget when
@@ -173,9 +174,9 @@ func WithBodyReadDeadline() HandlerOption {
 // with [WithRoute]. A request whose route is empty is neither checked nor
 // recorded. Until a route has enough samples (l.MinSamples, and the
 // estimator's own minimum) its requests are admitted exactly as without
-// this option. An invalid l (see [deadline.LearnedAdmission]) makes
+// this option. An invalid l (see [admission.Learned]) makes
 // NewHandler return its [*deadline.PolicyError].
-func WithLearnedAdmission(l deadline.LearnedAdmission) HandlerOption {
+func WithLearnedAdmission(l admission.Learned) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.learned = &l })
 }
 
@@ -197,7 +198,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 }
 
 // WithAdmissionQueue bounds how many requests next runs at once (limit) and
-// how many may wait for a slot (backlog), with a [deadline.AdmissionQueue]:
+// how many may wait for a slot (backlog), with a [admission.Queue]:
 // adaptive LIFO, its doc says why. A request that finds every slot taken
 // waits; it is answered 504 with [RefusedHeader], "reason=queue_timeout",
 // without next running, as soon as what is left of its budget could no
@@ -209,7 +210,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 // backlog < 0 makes NewHandler return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
-		q, err := deadline.NewAdmissionQueue(limit, backlog)
+		q, err := admission.NewQueue(limit, backlog)
 		switch {
 		case limit <= 0:
 			c.fail("deadlinehttp.WithAdmissionQueue limit", limit, "> 0 requests at once")
@@ -298,7 +299,7 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	adm, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +310,7 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 type handler struct {
 	next http.Handler
 	cfg  handlerConfig
-	adm  *deadline.Admitter
+	adm  *admission.Admitter
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -391,11 +392,11 @@ func refuse(w http.ResponseWriter, a Admission) {
 }
 
 // admit reads the request's budget header and context, and applies the
-// server's admission ([deadline.Admitter]: the shared rule, then what was
+// server's admission ([admission.Admitter]: the shared rule, then what was
 // learned and the queue); d is the deadline next runs under when admitted,
 // t its hold on the admission, to end when next returns.
-func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t deadline.Ticket) {
-	var in deadline.Inbound
+func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t admission.Ticket) {
+	var in admission.Inbound
 	lines := r.Header[h.cfg.header]
 	a.HeaderPresent = len(lines) > 0
 	switch {
@@ -407,7 +408,7 @@ func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t de
 		if l.malformed && h.cfg.malformed != nil {
 			h.cfg.malformed(r, malformedPrefix(lines))
 		}
-		in = deadline.Inbound{Present: l.valid, Budget: l.min}
+		in = admission.Inbound{Present: l.valid, Budget: l.min}
 	}
 	outer, _ := deadline.FromContext(r.Context())
 	var route string

@@ -17,18 +17,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // liveRecorder returns a learn.Recorder in live mode, estimating from 20
-// samples on, refreshed every 10, and the LearnedAdmission on it.
-func liveRecorder(t *testing.T) (*learn.Recorder, deadline.LearnedAdmission) {
+// samples on, refreshed every 10, and the admission.Learned on it.
+func liveRecorder(t *testing.T) (*learn.Recorder, admission.Learned) {
 	t.Helper()
 	rec := &learn.Recorder{}
 	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 20}, Every: 10})
 	require.NoError(t, err)
-	return rec, deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}
+	return rec, admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}
 }
 
 // slow is a handler that answers 200 after d, or 504 when its context ends
@@ -179,9 +180,9 @@ func TestHandlerAdmissionErrors(t *testing.T) {
 		{deadlinehttp.WithAdmissionQueue(0, 10), "deadlinehttp.WithAdmissionQueue limit"},
 		{deadlinehttp.WithAdmissionQueue(-1, 10), "deadlinehttp.WithAdmissionQueue limit"},
 		{deadlinehttp.WithAdmissionQueue(1, -1), "deadlinehttp.WithAdmissionQueue backlog"},
-		{deadlinehttp.WithLearnedAdmission(bad), "LearnedAdmission.Threshold"},
-		{deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 1}), "LearnedAdmission.Threshold"},
-		{deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Estimator: l.Estimator, Threshold: 0.05}), "LearnedAdmission.Recorder"},
+		{deadlinehttp.WithLearnedAdmission(bad), "admission.Learned.Threshold"},
+		{deadlinehttp.WithLearnedAdmission(admission.Learned{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 1}), "admission.Learned.Threshold"},
+		{deadlinehttp.WithLearnedAdmission(admission.Learned{Estimator: l.Estimator, Threshold: 0.05}), "admission.Learned.Recorder"},
 	} {
 		h, err := deadlinehttp.NewHandler(next, tt.opt)
 		assert.Nil(t, h)

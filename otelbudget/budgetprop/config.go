@@ -49,7 +49,7 @@ func WithMaxBudget(d time.Duration) Option {
 }
 
 // WithFloor sets the receiver's floor (default 0): an inbound budget at or
-// below d is refused ([deadline.RefusalFloor]); with 0 only a spent budget
+// below d is refused ([admission.RefusalFloor]); with 0 only a spent budget
 // is. d < 0 is invalid, and so is a d at or above the maximum.
 func WithFloor(d time.Duration) Option {
 	return optionFunc(func(c *config) {

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Consume runs handle for one message taken from a queue, under what is
@@ -20,7 +21,7 @@ import (
 // more or less than was really left (docs/propagation.md, "Queues"). A
 // message with only FieldBudget gets it, its queue time uncounted; one
 // with no usable field gets the maximum. The inbound budget then goes
-// through [deadline.Admit] (clamp to the maximum, the floor, ctx's own
+// through [admission.Admit] (clamp to the maximum, the floor, ctx's own
 // deadline as an outer limit).
 //
 // A message whose budget is spent, or at or below the floor, is not
@@ -43,7 +44,7 @@ func (p *Propagator) Consume(ctx context.Context, carrier propagation.TextMapCar
 	}
 	x := p.read(carrier)
 	x.Queued = true
-	in := deadline.Inbound{Present: x.Usable(), Budget: x.SentBudget}
+	in := admission.Inbound{Present: x.Usable(), Budget: x.SentBudget}
 	if x.HasExpiry {
 		e := x.expiryRemaining
 		if x.HasSentBudget {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Extraction is what [Propagator.Extract] or [Propagator.Consume] found in
@@ -46,12 +47,12 @@ type Extraction struct {
 	// the allowance (or the field is forged). The budget is then the
 	// relative one, which does not count the time in the queue.
 	SkewExceeded bool
-	// Admission is the receiver's decision ([deadline.Admit]): the inbound
+	// Admission is the receiver's decision ([admission.Admit]): the inbound
 	// budget, the clamp to the maximum, the effective budget, the floor
 	// and the refusal. After Extract it is the zero Admission when no
 	// field was usable; Consume always decides one (the maximum applies
 	// to a message without a usable budget).
-	Admission deadline.Admission
+	Admission admission.Decision
 
 	expiryRemaining time.Duration // Expiry - now on this host's wall clock
 }
@@ -87,8 +88,8 @@ func FromContext(ctx context.Context) (Extraction, bool) {
 var ErrRefused = errors.New("budgetprop: inbound budget refused")
 
 // RefusedError says that an inbound budget was refused: spent on arrival
-// ([deadline.RefusalSpent]: an expired message) or at or below the
-// receiver's floor ([deadline.RefusalFloor]). errors.Is matches
+// ([admission.RefusalSpent]: an expired message) or at or below the
+// receiver's floor ([admission.RefusalFloor]). errors.Is matches
 // [ErrRefused], [deadline.ErrRefused] and context.DeadlineExceeded.
 type RefusedError struct {
 	Extraction Extraction
@@ -100,7 +101,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	a := e.Extraction.Admission
 	msg := "budgetprop: refused: "
-	if a.Refusal == deadline.RefusalFloor {
+	if a.Refusal == admission.RefusalFloor {
 		msg += "budget " + a.Budget.String() + " at or below the " + a.Floor.String() + " floor"
 	} else {
 		msg += "budget spent (" + a.Budget.String() + " left"
@@ -117,8 +118,8 @@ func (e *RefusedError) Is(target error) bool {
 	return target == ErrRefused || target == deadline.ErrRefused || target == context.DeadlineExceeded
 }
 
-// Reason is the refusal: [deadline.RefusalSpent] or [deadline.RefusalFloor].
-func (e *RefusedError) Reason() deadline.Refusal { return e.Extraction.Admission.Refusal }
+// Reason is the refusal: [admission.RefusalSpent] or [admission.RefusalFloor].
+func (e *RefusedError) Reason() admission.Refusal { return e.Extraction.Admission.Refusal }
 
 // ErrorType returns "deadline_refused", the error.type of a refused
 // inbound call on a server span.

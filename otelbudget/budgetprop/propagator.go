@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // Inject writes [FieldBudget] (relative) and [FieldExpiry] (wall clock).
 // Extract reads them as a direct hop, applies the receiver's admission rule
-// ([deadline.Admit]: clamp to the maximum, refuse at or below the floor)
+// ([admission.Admit]: clamp to the maximum, refuse at or below the floor)
 // and stores the result in the context: a [deadline.Deadline]
 // ([deadline.NewContext]) and the [Extraction] ([FromContext]). Because the
 // stored Deadline is measured on the receiver's own monotonic clock, a
@@ -83,7 +84,7 @@ func (p *Propagator) Inject(ctx context.Context, carrier propagation.TextMapCarr
 // request, a replay) is charged, a clock disagreement within the allowance
 // is not. A carrier with only the expiry gives the expiry's remaining.
 //
-// The inbound budget then goes through [deadline.Admit] with the
+// The inbound budget then goes through [admission.Admit] with the
 // receiver's maximum and floor, and with a deadline ctx already has as the
 // outer limit. Extract returns ctx with the [Extraction] ([FromContext])
 // and the admitted [deadline.Deadline] (deadline.NewContext), refused or
@@ -116,15 +117,15 @@ func (p *Propagator) Extract(ctx context.Context, carrier propagation.TextMapCar
 			in = e + p.c.skew
 		}
 	}
-	return p.admit(ctx, x, deadline.Inbound{Present: true, Budget: in})
+	return p.admit(ctx, x, admission.Inbound{Present: true, Budget: in})
 }
 
-// admit applies deadline.Admit to the inbound budget in, with the
+// admit applies admission.Admit to the inbound budget in, with the
 // deadline ctx already has as the outer limit, and stores the Extraction
 // and the admitted Deadline in ctx.
-func (p *Propagator) admit(ctx context.Context, x Extraction, in deadline.Inbound) context.Context {
+func (p *Propagator) admit(ctx context.Context, x Extraction, in admission.Inbound) context.Context {
 	outer, _ := deadline.FromContext(ctx)
-	x.Admission = deadline.Admit(in, outer, p.c.max, p.c.floor)
+	x.Admission = admission.Admit(in, outer, p.c.max, p.c.floor)
 	ctx = context.WithValue(ctx, extractionKey{}, x)
 	return deadline.NewContext(ctx, x.Admission.Deadline)
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop/budgetnats"
 )
@@ -116,7 +117,7 @@ func TestCoreNATSQueueTime(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, o.err, budgetprop.ErrRefused)
-			assert.Equal(t, deadline.RefusalSpent, o.x.Admission.Refusal)
+			assert.Equal(t, admission.RefusalSpent, o.x.Admission.Refusal)
 		})
 	}
 }
