@@ -168,11 +168,12 @@ func (a Decision) Refused() bool { return a.Refusal != RefusalNone }
 
 // Admit applies the admission rule to one inbound call on arrival: in is
 // what the caller sent, outer a deadline the call already runs under (the
-// zero Deadline for none), maxBudget the server's maximum (> 0) and floor
-// its floor (>= 0). It is measured on arrival. Transports validate maxBudget
-// and floor when they are built; Admit itself never fails: a maxBudget of 0
-// or less admits nothing (every call is refused as spent).
-func Admit(in Inbound, outer deadline.Deadline, maxBudget, floor time.Duration) Decision {
+// zero Deadline for none), l the server's maximum and floor. It is
+// measured on arrival. Transports validate l when they are built
+// ([Limits.Validate]); Admit itself never fails: a MaxBudget of 0 or less
+// admits nothing (every call is refused as spent).
+func Admit(in Inbound, outer deadline.Deadline, l Limits) Decision {
+	maxBudget, floor := l.MaxBudget, l.Floor
 	now := time.Now()
 	a := Decision{Inbound: in, MaxBudget: maxBudget, Floor: floor, Budget: maxBudget, Limit: ByMax}
 	var end time.Time

@@ -41,7 +41,7 @@ func TestAdmit(t *testing.T) {
 				if tt.outer != 0 {
 					outer = deadline.New(tt.outer)
 				}
-				a := admission.Admit(tt.in, outer, maxB, floor)
+				a := admission.Admit(tt.in, outer, admission.Limits{MaxBudget: maxB, Floor: floor})
 				assert.Equal(t, tt.budget, a.Budget)
 				assert.Equal(t, tt.limit, a.Limit, "limit %s", a.Limit)
 				assert.Equal(t, tt.refusal, a.Refusal, "refusal %s", a.Refusal)
@@ -61,12 +61,12 @@ func TestAdmit(t *testing.T) {
 func TestAdmitInboundEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		end := time.Now().Add(2 * time.Second)
-		a := admission.Admit(admission.Inbound{Present: true, End: end}, deadline.Deadline{}, 5*time.Second, 0)
+		a := admission.Admit(admission.Inbound{Present: true, End: end}, deadline.Deadline{}, admission.Limits{MaxBudget: 5 * time.Second})
 		assert.Equal(t, 2*time.Second, a.Budget)
 		assert.Equal(t, 2*time.Second, a.Inbound.Budget)
 		assert.Equal(t, end, a.Deadline.End(), "the inbound instant is kept, not re-derived")
 
-		a = admission.Admit(admission.Inbound{Present: true, End: time.Now().Add(-time.Second)}, deadline.Deadline{}, 5*time.Second, 0)
+		a = admission.Admit(admission.Inbound{Present: true, End: time.Now().Add(-time.Second)}, deadline.Deadline{}, admission.Limits{MaxBudget: 5 * time.Second})
 		assert.Equal(t, -time.Second, a.Inbound.Budget, "the inbound budget as measured, negative when passed")
 		assert.Equal(t, time.Duration(0), a.Budget)
 		assert.Equal(t, admission.RefusalSpent, a.Refusal)
@@ -82,4 +82,25 @@ func TestAdmissionNames(t *testing.T) {
 	assert.Equal(t, "spent", admission.RefusalSpent.String())
 	assert.Equal(t, "floor", admission.RefusalFloor.String())
 	assert.Equal(t, "unknown", admission.Refusal(200).String())
+}
+
+// TestLimitsValidate: the one check behind every transport's WithMaxBudget
+// and WithFloor, naming the option.
+func TestLimitsValidate(t *testing.T) {
+	assert.NoError(t, admission.DefaultLimits().Validate())
+	assert.Equal(t, admission.Limits{MaxBudget: 30 * time.Second}, admission.DefaultLimits())
+	assert.NoError(t, admission.Limits{MaxBudget: time.Second, Floor: time.Second - 1}.Validate())
+	for _, tc := range []struct {
+		l    admission.Limits
+		want string
+	}{
+		{admission.Limits{}, "deadline: invalid WithMaxBudget 0s: must be > 0"},
+		{admission.Limits{MaxBudget: time.Second, Floor: -time.Millisecond}, "deadline: invalid WithFloor -1ms: must be >= 0"},
+		{admission.Limits{MaxBudget: time.Second, Floor: time.Second},
+			"deadline: invalid WithFloor 1s: must be below the maximum budget 1s (WithMaxBudget), or every call is refused"},
+	} {
+		err := tc.l.Validate()
+		assert.EqualError(t, err, tc.want)
+		assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
+	}
 }

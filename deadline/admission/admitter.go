@@ -89,9 +89,8 @@ func (l *Learned) need(route string, budget time.Duration) time.Duration {
 
 // Config configures [NewAdmitter].
 type Config struct {
-	// MaxBudget is the server's maximum (> 0) and Floor its floor (>= 0,
-	// below MaxBudget), as for [Admit].
-	MaxBudget, Floor time.Duration
+	// Limits are the server's maximum and floor, as for [Admit].
+	Limits Limits
 	// Learned, when not nil, adds admission by learned service time
 	// ([Learned]). It is copied.
 	Learned *Learned
@@ -111,24 +110,19 @@ type Config struct {
 //
 // It is safe for concurrent use.
 type Admitter struct {
-	max, floor time.Duration
-	learned    *Learned
-	queue      *Queue
+	limits  Limits
+	learned *Learned
+	queue   *Queue
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
-// naming the first problem: MaxBudget <= 0, Floor < 0, a Floor at or above
-// MaxBudget, an invalid [Learned].
+// naming the first problem: invalid Limits ([Limits.Validate]), an invalid
+// [Learned].
 func NewAdmitter(c Config) (*Admitter, error) {
-	switch {
-	case c.MaxBudget <= 0:
-		return nil, &deadline.PolicyError{Field: "admission.Config.MaxBudget", Value: c.MaxBudget, Allowed: "> 0"}
-	case c.Floor < 0:
-		return nil, &deadline.PolicyError{Field: "admission.Config.Floor", Value: c.Floor, Allowed: ">= 0"}
-	case c.Floor >= c.MaxBudget:
-		return nil, &deadline.PolicyError{Field: "admission.Config.Floor", Value: c.Floor, Allowed: "below MaxBudget " + c.MaxBudget.String() + ", or every call is refused"}
+	if err := c.Limits.Validate(); err != nil {
+		return nil, err
 	}
-	g := &Admitter{max: c.MaxBudget, floor: c.Floor, queue: c.Queue}
+	g := &Admitter{limits: c.Limits, queue: c.Queue}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {
 			return nil, err
@@ -164,7 +158,7 @@ func (g *Admitter) Queue() *Queue { return g.queue }
 // zero Ticket, on which Done does nothing. Without a queue, Admit never
 // blocks; with one it blocks only when every slot is taken.
 func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer deadline.Deadline) (Decision, Ticket) {
-	a := Admit(in, outer, g.max, g.floor)
+	a := Admit(in, outer, g.limits)
 	if a.Refused() {
 		return a, Ticket{}
 	}
@@ -187,7 +181,7 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 	t := Ticket{l: l, route: route, end: a.Deadline.End()}
 	if q := g.queue; q != nil {
 		if !q.tryAcquire() {
-			need := g.floor
+			need := g.limits.Floor
 			if a.Learned && !a.Probe {
 				need = max(need, l.need(route, a.Budget))
 			}

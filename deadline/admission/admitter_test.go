@@ -112,7 +112,7 @@ func TestAdmitterLearned(t *testing.T) {
 					tt.thresh = 0.05
 				}
 				g, err := admission.NewAdmitter(admission.Config{
-					MaxBudget: time.Second, Floor: 10 * time.Millisecond,
+					Limits:  admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond},
 					Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: tt.thresh, MinSamples: tt.min},
 				})
 				require.NoError(t, err)
@@ -132,8 +132,8 @@ func TestAdmitterProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := learned("r", 90)
 		g, err := admission.NewAdmitter(admission.Config{
-			MaxBudget: time.Second,
-			Learned:   &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05, ProbeShare: 1},
+			Limits:  admission.Limits{MaxBudget: time.Second},
+			Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05, ProbeShare: 1},
 		})
 		require.NoError(t, err)
 		a, tk := g.Admit(t.Context(), "r", admission.Inbound{Present: true, Budget: 50 * time.Millisecond}, deadline.Deadline{})
@@ -156,7 +156,7 @@ func TestTicketRecords(t *testing.T) {
 		q, err := admission.NewQueue(1, 10)
 		require.NoError(t, err)
 		g, err := admission.NewAdmitter(admission.Config{
-			MaxBudget: time.Second, Queue: q,
+			Limits: admission.Limits{MaxBudget: time.Second}, Queue: q,
 			Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05},
 		})
 		require.NoError(t, err)
@@ -253,17 +253,17 @@ func TestNewAdmitterErrors(t *testing.T) {
 		c     admission.Config
 		field string
 	}{
-		{"max 0", admission.Config{}, "admission.Config.MaxBudget"},
-		{"floor < 0", admission.Config{MaxBudget: time.Second, Floor: -1}, "admission.Config.Floor"},
-		{"floor = max", admission.Config{MaxBudget: time.Second, Floor: time.Second}, "admission.Config.Floor"},
-		{"no recorder", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.Recorder = nil })}, "admission.Learned.Recorder"},
-		{"no estimator", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.Estimator = nil })}, "admission.Learned.Estimator"},
-		{"threshold 0", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.Threshold = 0 })}, "admission.Learned.Threshold"},
-		{"threshold 1", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.Threshold = 1 })}, "admission.Learned.Threshold"},
-		{"threshold NaN", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.Threshold = math.NaN() })}, "admission.Learned.Threshold"},
-		{"probe share < 0", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.ProbeShare = -0.1 })}, "admission.Learned.ProbeShare"},
-		{"probe share > 1", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.ProbeShare = 1.5 })}, "admission.Learned.ProbeShare"},
-		{"probe share NaN", admission.Config{MaxBudget: time.Second, Learned: with(func(l *admission.Learned) { l.ProbeShare = math.NaN() })}, "admission.Learned.ProbeShare"},
+		{"max 0", admission.Config{}, "WithMaxBudget"},
+		{"floor < 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: -1}}, "WithFloor"},
+		{"floor = max", admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: time.Second}}, "WithFloor"},
+		{"no recorder", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Recorder = nil })}, "admission.Learned.Recorder"},
+		{"no estimator", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Estimator = nil })}, "admission.Learned.Estimator"},
+		{"threshold 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = 0 })}, "admission.Learned.Threshold"},
+		{"threshold 1", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = 1 })}, "admission.Learned.Threshold"},
+		{"threshold NaN", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = math.NaN() })}, "admission.Learned.Threshold"},
+		{"probe share < 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = -0.1 })}, "admission.Learned.ProbeShare"},
+		{"probe share > 1", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = 1.5 })}, "admission.Learned.ProbeShare"},
+		{"probe share NaN", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = math.NaN() })}, "admission.Learned.ProbeShare"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,7 +275,7 @@ func TestNewAdmitterErrors(t *testing.T) {
 			assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 		})
 	}
-	g, err := admission.NewAdmitter(admission.Config{MaxBudget: time.Second, Learned: &ok})
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: &ok})
 	require.NoError(t, err)
 	assert.NotNil(t, g)
 
@@ -317,7 +317,7 @@ func TestAdmitterProbesFollowARecoveringRoute(t *testing.T) {
 				for range 40 { // the route was slow
 					rec.Record("r", deadline.EndedCompleted, 100*time.Millisecond, time.Now())
 				}
-				g, err := admission.NewAdmitter(admission.Config{MaxBudget: time.Second,
+				g, err := admission.NewAdmitter(admission.Config{Limits: admission.Limits{MaxBudget: time.Second},
 					Learned: &admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05, ProbeShare: share}})
 				require.NoError(t, err)
 				recovered, probes := -1, 0

@@ -14,10 +14,11 @@ import (
 // would carry it) applies the one admission rule: clamp to the server's
 // maximum, refuse at or below the floor.
 func ExampleAdmit() {
-	a := admission.Admit(admission.Inbound{Present: true, Budget: 800 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
+	limits := admission.Limits{MaxBudget: 5 * time.Second, Floor: 20 * time.Millisecond}
+	a := admission.Admit(admission.Inbound{Present: true, Budget: 800 * time.Millisecond}, deadline.Deadline{}, limits)
 	fmt.Println(a.Budget, a.Limit, a.Refusal)
 
-	a = admission.Admit(admission.Inbound{Present: true, Budget: 15 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
+	a = admission.Admit(admission.Inbound{Present: true, Budget: 15 * time.Millisecond}, deadline.Deadline{}, limits)
 	fmt.Println(a.Budget, a.Limit, a.Refusal, a.Refused())
 	// Output:
 	// 800ms header none
@@ -44,7 +45,7 @@ func ExampleAdmitter() {
 		return
 	}
 	g, err := admission.NewAdmitter(admission.Config{
-		MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond, Queue: q,
+		Limits: admission.Limits{MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond}, Queue: q,
 		Learned: &admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05},
 	})
 	if err != nil {

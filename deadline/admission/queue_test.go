@@ -22,7 +22,7 @@ func queued(t *testing.T, limit, backlog int, st *serviceTimes) *admission.Admit
 	t.Helper()
 	q, err := admission.NewQueue(limit, backlog)
 	require.NoError(t, err)
-	c := admission.Config{MaxBudget: time.Second, Floor: 10 * time.Millisecond, Queue: q}
+	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Queue: q}
 	if st != nil {
 		c.Learned = &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05}
 	}

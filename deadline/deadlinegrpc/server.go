@@ -16,7 +16,7 @@ import (
 // DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
 // budget of an RPC that arrives without a deadline: 30 seconds. Change it
 // with [WithMaxBudget].
-const DefaultMaxBudget = 30 * time.Second
+const DefaultMaxBudget = admission.DefaultMaxBudget
 
 // RefusedTrailer is the trailer a [Server] sets on the DEADLINE_EXCEEDED
 // status it answers when an RPC's effective budget is at or below its
@@ -34,8 +34,7 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	max       time.Duration
-	floor     time.Duration
+	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *admission.Learned // WithLearnedAdmission
 	queue     *admission.Queue   // WithAdmissionQueue
@@ -54,14 +53,11 @@ func (c *serverConfig) fail(field string, value any, allowed string) {
 // to d: a client can never grant the server more time than it allows. An
 // RPC without a deadline gets d. d <= 0 is invalid, and so is a d at or
 // below the floor (see [NewServer]).
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d <= 0 {
-			c.fail("deadlinegrpc.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). An RPC whose effective
@@ -69,14 +65,11 @@ func WithMaxBudget(d time.Duration) ServerOption {
 // [RefusedTrailer], and the handler is not called. With the default 0 only
 // a budget already spent is refused. d < 0 is invalid, and so is a d at or
 // above the maximum (see [NewServer]).
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d < 0 {
-			c.fail("deadlinegrpc.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
 }
 
 // WithAdmission adds a function called once per RPC, on its goroutine,
@@ -135,23 +128,20 @@ type Server struct {
 // [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget, exempt: newExemptSet()}
+	c := serverConfig{limits: admission.DefaultLimits(), exempt: newExemptSet()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err == nil && c.floor >= c.max {
-		c.fail("deadlinegrpc.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every RPC is refused")
-	}
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}
-	streams, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor})
+	streams, err := admission.NewAdmitter(admission.Config{Limits: c.limits})
 	if err != nil {
 		return nil, err
 	}

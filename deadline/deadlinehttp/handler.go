@@ -13,7 +13,7 @@ import (
 // DefaultMaxBudget is the largest budget [NewHandler] grants a request, and
 // the budget of a request that arrives without a usable budget header: 30
 // seconds. Change it with [WithMaxBudget].
-const DefaultMaxBudget = 30 * time.Second
+const DefaultMaxBudget = admission.DefaultMaxBudget
 
 // HandlerOption configures the middleware made by [NewHandler].
 type HandlerOption interface{ apply(*handlerConfig) }
@@ -23,8 +23,7 @@ type handlerOptionFunc func(*handlerConfig)
 func (f handlerOptionFunc) apply(c *handlerConfig) { f(c) }
 
 type handlerConfig struct {
-	max       time.Duration
-	floor     time.Duration
+	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	strip     bool
 	header    string
 	malformed func(r *http.Request, value string)
@@ -48,14 +47,11 @@ func (c *handlerConfig) fail(field string, value any, allowed string) {
 // a malformed one without a valid member, or one stripped by
 // [WithStripHeader], gets d. d <= 0 is invalid, and so is a d at or below
 // the floor (see [NewHandler]).
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) HandlerOption {
-	return handlerOptionFunc(func(c *handlerConfig) {
-		if d <= 0 {
-			c.fail("deadlinehttp.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return handlerOptionFunc(func(c *handlerConfig) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). A request whose effective
@@ -64,14 +60,11 @@ func WithMaxBudget(d time.Duration) HandlerOption {
 // called: the work could not finish in time. With the default 0 only a
 // budget already spent is refused. d < 0 is invalid, and so is a d at or
 // above the maximum, which would refuse every request (see [NewHandler]).
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) HandlerOption {
-	return handlerOptionFunc(func(c *handlerConfig) {
-		if d < 0 {
-			c.fail("deadlinehttp.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return handlerOptionFunc(func(c *handlerConfig) { c.limits.Floor = d })
 }
 
 // WithStripHeader makes the middleware a trust edge: the inbound budget
@@ -284,7 +277,7 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // naming the first problem (errors.Is(err, [deadline.ErrInvalidPolicy])).
 // Nil options are ignored.
 func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) {
-	c := handlerConfig{max: DefaultMaxBudget, header: DefaultHeader}
+	c := handlerConfig{limits: admission.DefaultLimits(), header: DefaultHeader}
 	if next == nil {
 		c.fail("deadlinehttp.NewHandler next", "<nil>", "a non-nil http.Handler")
 	}
@@ -293,13 +286,10 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 			o.apply(&c)
 		}
 	}
-	if c.floor >= c.max {
-		c.fail("deadlinehttp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
-	}
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}

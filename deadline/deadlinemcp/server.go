@@ -94,14 +94,14 @@ type Server struct{ cfg serverConfig }
 // key return a nil Server and a [*deadline.PolicyError] naming the first
 // problem. Nil options are ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget, key: MetaKey}
+	c := serverConfig{limits: admission.DefaultLimits(), key: MetaKey}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err == nil && c.floor >= c.max {
-		c.fail("deadlinemcp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
+	if c.err == nil {
+		c.err = c.limits.Validate()
 	}
 	if c.err != nil {
 		return nil, c.err
@@ -146,7 +146,7 @@ func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admi
 		}
 	}
 	outer, _ := deadline.FromContext(ctx)
-	a := Admission{Decision: admission.Admit(in, outer, s.cfg.max, s.cfg.floor), Malformed: malformed}
+	a := Admission{Decision: admission.Admit(in, outer, s.cfg.limits), Malformed: malformed}
 	for _, f := range s.cfg.admission {
 		f(ctx, method, req, a)
 	}

@@ -125,7 +125,7 @@ func (p *Propagator) Extract(ctx context.Context, carrier propagation.TextMapCar
 // and the admitted Deadline in ctx.
 func (p *Propagator) admit(ctx context.Context, x Extraction, in admission.Inbound) context.Context {
 	outer, _ := deadline.FromContext(ctx)
-	x.Admission = admission.Admit(in, outer, p.c.max, p.c.floor)
+	x.Admission = admission.Admit(in, outer, p.c.limits)
 	ctx = context.WithValue(ctx, extractionKey{}, x)
 	return deadline.NewContext(ctx, x.Admission.Deadline)
 }

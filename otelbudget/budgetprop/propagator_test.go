@@ -26,9 +26,9 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 		opts  []budgetprop.Option
 		field string
 	}{
-		{"max zero", []budgetprop.Option{budgetprop.WithMaxBudget(0)}, "budgetprop.WithMaxBudget"},
-		{"floor negative", []budgetprop.Option{budgetprop.WithFloor(-1)}, "budgetprop.WithFloor"},
-		{"floor at max", []budgetprop.Option{budgetprop.WithMaxBudget(time.Second), budgetprop.WithFloor(time.Second)}, "budgetprop.WithFloor"},
+		{"max zero", []budgetprop.Option{budgetprop.WithMaxBudget(0)}, "WithMaxBudget"},
+		{"floor negative", []budgetprop.Option{budgetprop.WithFloor(-1)}, "WithFloor"},
+		{"floor at max", []budgetprop.Option{budgetprop.WithMaxBudget(time.Second), budgetprop.WithFloor(time.Second)}, "WithFloor"},
 		{"skew negative", []budgetprop.Option{budgetprop.WithSkewAllowance(-time.Millisecond)}, "budgetprop.WithSkewAllowance"},
 		{"skew overflowing", []budgetprop.Option{budgetprop.WithSkewAllowance(math.MaxInt64)}, "budgetprop.WithSkewAllowance"},
 	} {
