@@ -115,8 +115,9 @@ func (r Refusal) String() string {
 	return "unknown"
 }
 
-// Decision is the server side's one rule, shared by every transport that
-// receives a budget: the effective budget is the smallest of the inbound
+// Decision is what the server side's one rule decided for one inbound call
+// ([Admit], [Admitter.Admit]), the rule every transport that receives a
+// budget shares: the effective budget is the smallest of the inbound
 // budget (when present), the server's maximum and an outer deadline (when
 // one exists), never below 0; at 0 the call is refused as spent, at or
 // below the floor as unable to finish. It is a plain value, measured at
