@@ -27,13 +27,10 @@
 // ([VerdictOf]), the answer to the incident question: was the deadline too
 // small, or was the operation too slow?
 //
-// On the receiving side, [Admit] is the server's one admission rule (the
-// inbound budget clamped to the server's maximum and to an outer deadline,
-// refused at or below the floor), and an [Admitter] adds to it what a
-// server learns from its own traffic ([LearnedAdmission]: refuse a call
-// whose budget is below what its route very likely needs) and a bounded
-// [AdmissionQueue] (adaptive LIFO; a waiting call leaves as soon as it can
-// no longer finish). The HTTP and gRPC transports adapt that one piece.
+// The receiving side, a server's admission of the budget its callers send
+// (clamp, floor, refusal, learned service time, the admission queue), is
+// package [github.com/deadlinebudget/budget/deadline/admission]; the HTTP
+// and gRPC transports adapt it.
 //
 // The package imports the standard library only.
 package deadline

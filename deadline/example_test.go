@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // One deadline for the whole run; each scope is a fresh context ending at it.
@@ -206,57 +205,4 @@ func ExampleHedge() {
 	v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p, lookup)
 	fmt.Println(v, err)
 	// Output: answer from attempt 2 (hedge: true) <nil>
-}
-
-// A transport that receives a caller's budget (here 800 ms, as a header
-// would carry it) applies the one admission rule: clamp to the server's
-// maximum, refuse at or below the floor.
-func ExampleAdmit() {
-	a := deadline.Admit(deadline.Inbound{Present: true, Budget: 800 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
-	fmt.Println(a.Budget, a.Limit, a.Refusal)
-
-	a = deadline.Admit(deadline.Inbound{Present: true, Budget: 15 * time.Millisecond}, deadline.Deadline{}, 5*time.Second, 20*time.Millisecond)
-	fmt.Println(a.Budget, a.Limit, a.Refusal, a.Refused())
-	// Output:
-	// 800ms header none
-	// 15ms header floor true
-}
-
-// A server's admission, as a transport adapts it: the shared rule, then
-// what the route's learned service time allows (here recorded by hand: 100
-// calls of 80 ms), then a slot in the admission queue. The Ticket of an
-// admitted call frees its slot and records its service time.
-func ExampleAdmitter() {
-	rec := &learn.Recorder{}
-	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 100}})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for range 100 {
-		rec.Record("GetReport", deadline.EndedCompleted, 80*time.Millisecond, time.Now())
-	}
-	q, err := deadline.NewAdmissionQueue(8, 32)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	g, err := deadline.NewAdmitter(deadline.AdmitterConfig{
-		MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond, Queue: q,
-		Learned: &deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05},
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ctx := context.Background()
-	for _, budget := range []time.Duration{3 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond} {
-		a, t := g.Admit(ctx, "GetReport", deadline.Inbound{Present: true, Budget: budget}, deadline.Deadline{})
-		fmt.Printf("%v: refused %s, learned %v, P %.2f\n", budget, a.Refusal, a.Learned, a.Estimate.P)
-		t.Done(ctx, true) // after the handler; a refused call's Ticket holds nothing
-	}
-	// Output:
-	// 3ms: refused floor, learned false, P 0.00
-	// 50ms: refused learned, learned true, P 0.00
-	// 500ms: refused none, learned true, P 1.00
 }

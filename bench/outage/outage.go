@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/bench/peers"
-	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
@@ -162,7 +162,7 @@ func (s *server) newAdmission() (http.Handler, error) {
 	}
 	return deadlinehttp.NewHandler(http.HandlerFunc(s.serve),
 		deadlinehttp.WithAdmissionQueue(1, s.m.backlog()),
-		deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: AdmissionThreshold}),
+		deadlinehttp.WithLearnedAdmission(admission.Learned{Recorder: rec, Estimator: live, Threshold: AdmissionThreshold}),
 		deadlinehttp.WithRoute(func(*http.Request) string { return "work" }))
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Admission is what a [Server] decided for one RPC, as reported to
@@ -53,37 +54,37 @@ func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
 
 // Limit says which limit set an RPC's effective budget. On a tie the
 // inbound deadline wins. It is the admission vocabulary every transport
-// shares ([deadline.AdmissionLimit]): the inbound deadline arrives as the
+// shares ([admission.Limit]): the inbound deadline arrives as the
 // grpc-timeout header, so its name is "header", as the HTTP middleware's.
-type Limit = deadline.AdmissionLimit
+type Limit = admission.Limit
 
 const (
 	// LimitInbound: the inbound deadline, at or below the maximum.
-	LimitInbound = deadline.AdmitByInbound
+	LimitInbound = admission.ByInbound
 	// LimitMax: the server's maximum, because the inbound deadline was
 	// further away, or absent.
-	LimitMax = deadline.AdmitByMax
+	LimitMax = admission.ByMax
 )
 
 // Refusal says why a [Server] refused an RPC, if it did
-// ([deadline.Refusal], shared by every transport).
-type Refusal = deadline.Refusal
+// ([admission.Refusal], shared by every transport).
+type Refusal = admission.Refusal
 
 const (
 	// RefusalNone: the RPC was admitted and the handler ran.
-	RefusalNone = deadline.RefusalNone
+	RefusalNone = admission.RefusalNone
 	// RefusalSpent: nothing was left on arrival. Refused whatever the floor.
-	RefusalSpent = deadline.RefusalSpent
+	RefusalSpent = admission.RefusalSpent
 	// RefusalFloor: the budget was above zero but at or below the floor.
-	RefusalFloor = deadline.RefusalFloor
+	RefusalFloor = admission.RefusalFloor
 	// RefusalLearned: the budget was below what the method very likely
 	// needs, as learned from its recent RPCs ([WithLearnedAdmission]).
-	RefusalLearned = deadline.RefusalLearned
+	RefusalLearned = admission.RefusalLearned
 	// RefusalQueueTimeout: the RPC waited for a slot ([WithAdmissionQueue])
 	// until what was left of its budget could no longer cover what the
 	// method needs, or it ended.
-	RefusalQueueTimeout = deadline.RefusalQueueTimeout
+	RefusalQueueTimeout = admission.RefusalQueueTimeout
 	// RefusalQueueFull: the admission queue's backlog was full: answered
 	// RESOURCE_EXHAUSTED, without [RefusedTrailer].
-	RefusalQueueFull = deadline.RefusalQueueFull
+	RefusalQueueFull = admission.RefusalQueueFull
 )

@@ -1,14 +1,16 @@
 package deadlinegrpc
 
-import "github.com/deadlinebudget/budget/deadline"
+import "github.com/deadlinebudget/budget/deadline/admission"
 
 // WithLearnedAdmission makes the server learn how long each method's unary
 // handler takes and refuse at once an RPC whose budget is below what its
-// method very likely needs ([deadline.LearnedAdmission]): DEADLINE_EXCEEDED
+// method very likely needs ([admission.Learned]): DEADLINE_EXCEEDED
 // with [RefusedTrailer] "budget-ms=80, floor-ms=0, reason=learned", and the
 // handler is not called; nothing of what was learned is in the answer.
 // Every admitted unary RPC's service time (the handler's duration, time
-// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// waiting in the queue of [WithAdmissionQueue] excluded; grpc-go has
+// received the request message before the interceptor runs, so how fast a
+// client sends it is not in it) is recorded in
 // l.Recorder under its full method name, as completed, or as cut by its
 // budget when its context ended first; a canceled RPC or a panic is not
 // recorded. Until a method has enough samples (l.MinSamples, and the
@@ -19,13 +21,13 @@ import "github.com/deadlinebudget/budget/deadline"
 // stream lasts as long as its conversation, which is not a service time,
 // and a long-lived stream would hold a slot for its whole life. An invalid
 // l makes NewServer return its [*deadline.PolicyError].
-func WithLearnedAdmission(l deadline.LearnedAdmission) ServerOption {
+func WithLearnedAdmission(l admission.Learned) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.learned = &l })
 }
 
 // WithAdmissionQueue bounds how many unary RPCs the server's handlers run
 // at once (limit) and how many may wait for a slot (backlog), with a
-// [deadline.AdmissionQueue] (adaptive LIFO: its doc says why). An RPC that
+// [admission.Queue] (adaptive LIFO: its doc says why). An RPC that
 // finds every slot taken waits; it is answered DEADLINE_EXCEEDED with
 // [RefusedTrailer] "reason=queue_timeout", without the handler running, as
 // soon as what is left of its budget could no longer cover what its method
@@ -36,7 +38,7 @@ func WithLearnedAdmission(l deadline.LearnedAdmission) ServerOption {
 // return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) {
-		q, err := deadline.NewAdmissionQueue(limit, backlog)
+		q, err := admission.NewQueue(limit, backlog)
 		switch {
 		case limit <= 0:
 			c.fail("deadlinegrpc.WithAdmissionQueue limit", limit, "> 0 RPCs at once")

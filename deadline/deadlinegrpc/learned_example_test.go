@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
@@ -32,7 +33,7 @@ func ExampleWithLearnedAdmission() {
 		rec.Record("/deadlinegrpc.test.Echo/Get", deadline.EndedCompleted, 80*time.Millisecond, time.Now())
 	}
 	server, err := deadlinegrpc.NewServer(
-		deadlinegrpc.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}),
+		deadlinegrpc.WithLearnedAdmission(admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}),
 		deadlinegrpc.WithAdmissionQueue(64, 256))
 	if err != nil {
 		panic(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,18 +18,19 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // liveAdmission returns a learn.Recorder in live mode (20 samples, every
-// 10) and the LearnedAdmission on it.
-func liveAdmission(t *testing.T) (*learn.Recorder, deadline.LearnedAdmission) {
+// 10) and the admission.Learned on it.
+func liveAdmission(t *testing.T) (*learn.Recorder, admission.Learned) {
 	t.Helper()
 	rec := &learn.Recorder{}
 	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 20}, Every: 10})
 	require.NoError(t, err)
-	return rec, deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}
+	return rec, admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}
 }
 
 // invoke calls method with a plain grpc-go context deadline of d and
@@ -153,8 +155,8 @@ func TestServerAdmissionErrors(t *testing.T) {
 	}{
 		{deadlinegrpc.WithAdmissionQueue(0, 10), "deadlinegrpc.WithAdmissionQueue limit"},
 		{deadlinegrpc.WithAdmissionQueue(1, -1), "deadlinegrpc.WithAdmissionQueue backlog"},
-		{deadlinegrpc.WithLearnedAdmission(bad), "LearnedAdmission.Threshold"},
-		{deadlinegrpc.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 0}), "LearnedAdmission.Threshold"},
+		{deadlinegrpc.WithLearnedAdmission(bad), "admission.Learned.Threshold"},
+		{deadlinegrpc.WithLearnedAdmission(admission.Learned{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 0}), "admission.Learned.Threshold"},
 	} {
 		s, err := deadlinegrpc.NewServer(tt.opt)
 		assert.Nil(t, s)
@@ -162,4 +164,36 @@ func TestServerAdmissionErrors(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, tt.field, pe.Field)
 	}
+}
+
+// TestServerPanicFreesQueueSlot: a panic in a WithAdmission function or in
+// the handler, recovered outside the interceptor (a recovery interceptor),
+// gives the RPC's queue slot back; with one slot, every later RPC would be
+// RESOURCE_EXHAUSTED for good otherwise.
+func TestServerPanicFreesQueueSlot(t *testing.T) {
+	var observed atomic.Int32
+	s, err := deadlinegrpc.NewServer(deadlinegrpc.WithAdmissionQueue(1, 0),
+		deadlinegrpc.WithAdmission(func(context.Context, string, deadlinegrpc.Admission) {
+			if observed.Add(1) == 1 {
+				panic("telemetry bug")
+			}
+		}))
+	require.NoError(t, err)
+	interceptor := s.UnaryInterceptor()
+	info := &grpc.UnaryServerInfo{FullMethod: mGet}
+	ok := func(_ context.Context, req any) (any, error) { return req, nil }
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+
+	require.PanicsWithValue(t, "telemetry bug", func() { _, _ = interceptor(ctx, "x", info, ok) })
+	for i := range 3 {
+		_, err := interceptor(ctx, "x", info, ok)
+		require.NoError(t, err, "RPC %d after the WithAdmission panic: its slot was freed", i)
+	}
+
+	require.PanicsWithValue(t, "handler bug", func() {
+		_, _ = interceptor(ctx, "x", info, func(context.Context, any) (any, error) { panic("handler bug") })
+	})
+	_, err = interceptor(ctx, "x", info, ok)
+	require.NoError(t, err, "after the handler's panic: its slot was freed")
 }

@@ -10,12 +10,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
 // budget of an RPC that arrives without a deadline: 30 seconds. Change it
 // with [WithMaxBudget].
-const DefaultMaxBudget = 30 * time.Second
+const DefaultMaxBudget = admission.DefaultMaxBudget
 
 // RefusedTrailer is the trailer a [Server] sets on the DEADLINE_EXCEEDED
 // status it answers when an RPC's effective budget is at or below its
@@ -33,11 +34,10 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	max       time.Duration
-	floor     time.Duration
+	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	admission []func(ctx context.Context, method string, a Admission)
-	learned   *deadline.LearnedAdmission // WithLearnedAdmission
-	queue     *deadline.AdmissionQueue   // WithAdmissionQueue
+	learned   *admission.Learned // WithLearnedAdmission
+	queue     *admission.Queue   // WithAdmissionQueue
 	exempt    exemptSet
 	err       error
 }
@@ -53,14 +53,11 @@ func (c *serverConfig) fail(field string, value any, allowed string) {
 // to d: a client can never grant the server more time than it allows. An
 // RPC without a deadline gets d. d <= 0 is invalid, and so is a d at or
 // below the floor (see [NewServer]).
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d <= 0 {
-			c.fail("deadlinegrpc.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). An RPC whose effective
@@ -68,14 +65,11 @@ func WithMaxBudget(d time.Duration) ServerOption {
 // [RefusedTrailer], and the handler is not called. With the default 0 only
 // a budget already spent is refused. d < 0 is invalid, and so is a d at or
 // above the maximum (see [NewServer]).
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d < 0 {
-			c.fail("deadlinegrpc.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
 }
 
 // WithAdmission adds a function called once per RPC, on its goroutine,
@@ -97,7 +91,7 @@ type Server struct {
 	cfg serverConfig
 	// unary admits unary RPCs (learned service time and queue, when set);
 	// streams admits streams (never: see WithLearnedAdmission).
-	unary, streams *deadline.Admitter
+	unary, streams *admission.Admitter
 }
 
 // NewServer returns a Server configured by opts.
@@ -134,23 +128,20 @@ type Server struct {
 // [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget, exempt: newExemptSet()}
+	c := serverConfig{limits: admission.DefaultLimits(), exempt: newExemptSet()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err == nil && c.floor >= c.max {
-		c.fail("deadlinegrpc.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every RPC is refused")
-	}
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}
-	streams, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor})
+	streams, err := admission.NewAdmitter(admission.Config{Limits: c.limits})
 	if err != nil {
 		return nil, err
 	}
@@ -173,17 +164,25 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 			return handler(ctx, req)
 		}
 		a, d, t := s.admit(ctx, info.FullMethod, s.unary)
+		// From here the RPC may hold a slot of the admission queue: its
+		// Ticket ends on every path, a panic in a WithAdmission function
+		// or in the handler included (a recovery interceptor outside keeps
+		// the server up, and the slot must come back).
+		hctx, cancel := ctx, noCancel
+		returned := false
+		defer func() {
+			t.Done(hctx, returned) // before cancel: hctx says how the handler ended
+			cancel()
+		}()
+		s.observe(ctx, info.FullMethod, a)
 		if a.Refused() {
 			if a.Refusal.Budget() {
 				_ = grpc.SetTrailer(ctx, refusedTrailer(a))
 			}
 			return nil, refusedStatus(a)
 		}
-		ctx, cancel := scope(ctx, a, d)
-		defer cancel()
-		returned := false
-		defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how the handler ended
-		resp, err := handler(ctx, req)
+		hctx, cancel = scope(ctx, a, d)
+		resp, err := handler(hctx, req)
 		returned = true
 		return resp, err
 	}
@@ -196,7 +195,8 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		if s.cfg.exempt.applies(ss.Context(), info.FullMethod) {
 			return handler(srv, ss) // a long-lived stream: no maximum (see WithExemptMethods)
 		}
-		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams)
+		a, d, _ := s.admit(ss.Context(), info.FullMethod, s.streams) // no queue: nothing to end
+		s.observe(ss.Context(), info.FullMethod, a)
 		if a.Refused() {
 			ss.SetTrailer(refusedTrailer(a))
 			return refusedStatus(a)
@@ -228,12 +228,12 @@ type serverStream struct {
 
 func (s *serverStream) Context() context.Context { return s.ctx }
 
-// admit decides an RPC's budget with g and reports it; t is its hold on
-// the admission, to end when the handler returns.
-func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter) (Admission, deadline.Deadline, deadline.Ticket) {
-	var in deadline.Inbound
+// admit decides an RPC's budget with g; t is its hold on the admission,
+// to end when the handler returns or panics.
+func (s *Server) admit(ctx context.Context, method string, g *admission.Admitter) (Admission, deadline.Deadline, admission.Ticket) {
+	var in admission.Inbound
 	if end, ok := ctx.Deadline(); ok {
-		in = deadline.Inbound{Present: true, End: end}
+		in = admission.Inbound{Present: true, End: end}
 	}
 	ad, t := g.Admit(ctx, method, in, deadline.Deadline{})
 	a := Admission{
@@ -241,10 +241,14 @@ func (s *Server) admit(ctx context.Context, method string, g *deadline.Admitter)
 		MaxBudget: ad.MaxBudget, Budget: ad.Budget, Limit: ad.Limit, Floor: ad.Floor, Refusal: ad.Refusal,
 		Learned: ad.Learned, Estimate: ad.Estimate, Probe: ad.Probe, Queued: ad.Queued, QueueWait: ad.QueueWait,
 	}
+	return a, ad.Deadline, t
+}
+
+// observe calls the WithAdmission functions.
+func (s *Server) observe(ctx context.Context, method string, a Admission) {
 	for _, f := range s.cfg.admission {
 		f(ctx, method, a)
 	}
-	return a, ad.Deadline, t
 }
 
 func refusedValue(a Admission) string {

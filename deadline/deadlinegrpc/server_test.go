@@ -198,9 +198,9 @@ func TestNewServerRejectsInvalidOptions(t *testing.T) {
 		opts  []deadlinegrpc.ServerOption
 		field string
 	}{
-		{"max", []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(0)}, "deadlinegrpc.WithMaxBudget"},
-		{"floor", []deadlinegrpc.ServerOption{deadlinegrpc.WithFloor(-1)}, "deadlinegrpc.WithFloor"},
-		{"floor at max", []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(time.Second), deadlinegrpc.WithFloor(time.Second)}, "deadlinegrpc.WithFloor"},
+		{"max", []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(0)}, "WithMaxBudget"},
+		{"floor", []deadlinegrpc.ServerOption{deadlinegrpc.WithFloor(-1)}, "WithFloor"},
+		{"floor at max", []deadlinegrpc.ServerOption{deadlinegrpc.WithMaxBudget(time.Second), deadlinegrpc.WithFloor(time.Second)}, "WithFloor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := deadlinegrpc.NewServer(append(tc.opts, nil)...)

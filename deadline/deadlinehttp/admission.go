@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Admission is what [NewHandler] decided for one request, as reported to
@@ -80,43 +81,43 @@ func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
 
 // Limit says which limit set a request's effective budget ([Admission.Budget]).
 // On a tie the header wins over the maximum, and either over the context. It
-// is the admission vocabulary every transport shares ([deadline.AdmissionLimit]).
-type Limit = deadline.AdmissionLimit
+// is the admission vocabulary every transport shares ([admission.Limit]).
+type Limit = admission.Limit
 
 const (
 	// LimitHeader: the budget header's value, at or below the maximum.
-	LimitHeader = deadline.AdmitByInbound
+	LimitHeader = admission.ByInbound
 	// LimitMax: the server's maximum ([WithMaxBudget]), because the header
 	// was larger, absent, malformed without a valid member, or stripped.
-	LimitMax = deadline.AdmitByMax
+	LimitMax = admission.ByMax
 	// LimitContext: the request context's own deadline (or a
 	// [deadline.Deadline] already stored in it), which ended sooner than
 	// the other two. The middleware keeps that deadline.
-	LimitContext = deadline.AdmitByOuter
+	LimitContext = admission.ByOuter
 )
 
 // Refusal says why [NewHandler] refused a request, if it did
-// ([deadline.Refusal], shared by every transport).
-type Refusal = deadline.Refusal
+// ([admission.Refusal], shared by every transport).
+type Refusal = admission.Refusal
 
 const (
 	// RefusalNone: the request was admitted and next ran.
-	RefusalNone = deadline.RefusalNone
+	RefusalNone = admission.RefusalNone
 	// RefusalSpent: nothing was left. The header said 0, or the context's
 	// deadline had already passed on arrival. Refused whatever the floor.
-	RefusalSpent = deadline.RefusalSpent
+	RefusalSpent = admission.RefusalSpent
 	// RefusalFloor: the effective budget was above zero but at or below
 	// the server's floor ([WithFloor]): the work could not finish in time.
-	RefusalFloor = deadline.RefusalFloor
+	RefusalFloor = admission.RefusalFloor
 	// RefusalLearned: the effective budget was below what the request's
 	// route very likely needs, as learned from its recent requests
 	// ([WithLearnedAdmission]).
-	RefusalLearned = deadline.RefusalLearned
+	RefusalLearned = admission.RefusalLearned
 	// RefusalQueueTimeout: the request waited for a slot
 	// ([WithAdmissionQueue]) until what was left of its budget could no
 	// longer cover what its route needs, or its request ended.
-	RefusalQueueTimeout = deadline.RefusalQueueTimeout
+	RefusalQueueTimeout = admission.RefusalQueueTimeout
 	// RefusalQueueFull: the admission queue's backlog was full: answered
 	// 503, without [RefusedHeader].
-	RefusalQueueFull = deadline.RefusalQueueFull
+	RefusalQueueFull = admission.RefusalQueueFull
 )

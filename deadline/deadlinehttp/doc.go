@@ -77,7 +77,7 @@
 // [WithAdmissionQueue] it runs a bounded number of requests at once, and a
 // request that waits for a slot leaves refused, before starting, as soon as
 // its budget can no longer cover its route's service time. Both adapt
-// [deadline.Admitter], the server's one admission rule, shared with the
+// [admission.Admitter], the server's one admission rule, shared with the
 // gRPC interceptors.
 //
 // A handler wrapped by [NewHandler] finds the budget in its request's

@@ -1,16 +1,19 @@
 package deadlinehttp
 
 import (
+	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // DefaultMaxBudget is the largest budget [NewHandler] grants a request, and
 // the budget of a request that arrives without a usable budget header: 30
 // seconds. Change it with [WithMaxBudget].
-const DefaultMaxBudget = 30 * time.Second
+const DefaultMaxBudget = admission.DefaultMaxBudget
 
 // HandlerOption configures the middleware made by [NewHandler].
 type HandlerOption interface{ apply(*handlerConfig) }
@@ -20,16 +23,15 @@ type handlerOptionFunc func(*handlerConfig)
 func (f handlerOptionFunc) apply(c *handlerConfig) { f(c) }
 
 type handlerConfig struct {
-	max       time.Duration
-	floor     time.Duration
+	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	strip     bool
 	header    string
 	malformed func(r *http.Request, value string)
 	admission func(r *http.Request, a Admission)
 	bodyRead  bool // WithBodyReadDeadline
-	learned   *deadline.LearnedAdmission
+	learned   *admission.Learned
 	route     func(r *http.Request) string
-	queue     *deadline.AdmissionQueue
+	queue     *admission.Queue
 	err       error // the first invalid option, returned by NewHandler
 }
 
@@ -45,14 +47,11 @@ func (c *handlerConfig) fail(field string, value any, allowed string) {
 // a malformed one without a valid member, or one stripped by
 // [WithStripHeader], gets d. d <= 0 is invalid, and so is a d at or below
 // the floor (see [NewHandler]).
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) HandlerOption {
-	return handlerOptionFunc(func(c *handlerConfig) {
-		if d <= 0 {
-			c.fail("deadlinehttp.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return handlerOptionFunc(func(c *handlerConfig) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). A request whose effective
@@ -61,14 +60,11 @@ func WithMaxBudget(d time.Duration) HandlerOption {
 // called: the work could not finish in time. With the default 0 only a
 // budget already spent is refused. d < 0 is invalid, and so is a d at or
 // above the maximum, which would refuse every request (see [NewHandler]).
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) HandlerOption {
-	return handlerOptionFunc(func(c *handlerConfig) {
-		if d < 0 {
-			c.fail("deadlinehttp.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return handlerOptionFunc(func(c *handlerConfig) { c.limits.Floor = d })
 }
 
 // WithStripHeader makes the middleware a trust edge: the inbound budget
@@ -152,12 +148,18 @@ func WithBodyReadDeadline() HandlerOption {
 
 // WithLearnedAdmission makes the middleware learn how long each route's
 // handler takes and refuse at once a request whose effective budget is
-// below what its route very likely needs ([deadline.LearnedAdmission]):
+// below what its route very likely needs ([admission.Learned]):
 // the response is 504 with [RefusedHeader], "reason=learned", and next is
-// not called. Every admitted request's service time (next's duration, time
-// waiting in the queue of [WithAdmissionQueue] excluded) is recorded in
+// not called. Every admitted request's service time is recorded in
 // l.Recorder under its route, as completed, or as cut by its budget when
 // its context ended first; a canceled request or a panic is not recorded.
+// The service time is next's duration without what the client decides:
+// time waiting in the queue of [WithAdmissionQueue] and time spent in the
+// Reads of the request's body are excluded, so that slow uploads do not
+// teach the route that its work is slow and make it refuse the requests
+// of other clients. (Next reading its body on another goroutine while it
+// works has that overlap taken out too: its service time is then
+// recorded as shorter than it was.)
 //
 // The route is r.Pattern as the request reaches the middleware, which is
 // set when the middleware is registered on a [http.ServeMux] pattern
@@ -165,9 +167,9 @@ func WithBodyReadDeadline() HandlerOption {
 // with [WithRoute]. A request whose route is empty is neither checked nor
 // recorded. Until a route has enough samples (l.MinSamples, and the
 // estimator's own minimum) its requests are admitted exactly as without
-// this option. An invalid l (see [deadline.LearnedAdmission]) makes
+// this option. An invalid l (see [admission.Learned]) makes
 // NewHandler return its [*deadline.PolicyError].
-func WithLearnedAdmission(l deadline.LearnedAdmission) HandlerOption {
+func WithLearnedAdmission(l admission.Learned) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.learned = &l })
 }
 
@@ -189,7 +191,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 }
 
 // WithAdmissionQueue bounds how many requests next runs at once (limit) and
-// how many may wait for a slot (backlog), with a [deadline.AdmissionQueue]:
+// how many may wait for a slot (backlog), with a [admission.Queue]:
 // adaptive LIFO, its doc says why. A request that finds every slot taken
 // waits; it is answered 504 with [RefusedHeader], "reason=queue_timeout",
 // without next running, as soon as what is left of its budget could no
@@ -201,7 +203,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 // backlog < 0 makes NewHandler return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
-		q, err := deadline.NewAdmissionQueue(limit, backlog)
+		q, err := admission.NewQueue(limit, backlog)
 		switch {
 		case limit <= 0:
 			c.fail("deadlinehttp.WithAdmissionQueue limit", limit, "> 0 requests at once")
@@ -249,7 +251,9 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // ends at it ([deadline.Deadline.Scope]), so that [deadline.FromContext],
 // ctx.Done() and a [Transport] used inside the handler all spend the same
 // budget. The middleware writes nothing after next returns, and it does not
-// recover a panic in next: it releases the scope and lets the panic go on.
+// recover a panic in next or in a [WithAdmission] function: it releases the
+// scope and the request's slot in the queue ([WithAdmissionQueue]), and
+// lets the panic go on.
 //
 // # When the lease ends
 //
@@ -273,7 +277,7 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // naming the first problem (errors.Is(err, [deadline.ErrInvalidPolicy])).
 // Nil options are ignored.
 func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) {
-	c := handlerConfig{max: DefaultMaxBudget, header: DefaultHeader}
+	c := handlerConfig{limits: admission.DefaultLimits(), header: DefaultHeader}
 	if next == nil {
 		c.fail("deadlinehttp.NewHandler next", "<nil>", "a non-nil http.Handler")
 	}
@@ -282,13 +286,10 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 			o.apply(&c)
 		}
 	}
-	if c.floor >= c.max {
-		c.fail("deadlinehttp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
-	}
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: c.max, Floor: c.floor, Learned: c.learned, Queue: c.queue})
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
 	if err != nil {
 		return nil, err
 	}
@@ -299,11 +300,24 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 type handler struct {
 	next http.Handler
 	cfg  handlerConfig
-	adm  *deadline.Admitter
+	adm  *admission.Admitter
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, d, t := h.admit(r)
+	// From here the request may hold a slot of the admission queue: its
+	// Ticket ends on every path, a panic in a WithAdmission function or in
+	// next included, or the slot is lost for good.
+	ctx, cancel := r.Context(), noCancel
+	returned := false
+	var body *clientBody
+	defer func() {
+		if body != nil {
+			t.Exclude(body.wait())
+		}
+		t.Done(ctx, returned) // before cancel: ctx says how next ended
+		cancel()
+	}()
 	if h.cfg.admission != nil {
 		h.cfg.admission(r, a)
 	}
@@ -311,10 +325,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, a)
 		return
 	}
-	ctx, cancel := d.Scope(deadline.NewContext(r.Context(), d))
-	defer cancel()
-	returned := false
-	defer func() { t.Done(ctx, returned) }() // before cancel: ctx says how next ended
+	ctx, cancel = d.Scope(deadline.NewContext(r.Context(), d))
 	if h.cfg.bodyRead && r.Body != nil && r.Body != http.NoBody {
 		// ErrNotSupported (a ResponseWriter without the method) leaves the
 		// request as it was, as WithBodyReadDeadline says.
@@ -325,9 +336,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inner.Header = r.Header.Clone() // the inbound request is not ours to modify
 		inner.Header.Del(h.cfg.header)
 	}
+	if h.cfg.learned != nil && r.Body != nil && r.Body != http.NoBody {
+		// The client decides how fast its body arrives: that time is not
+		// the route's service time (see WithLearnedAdmission).
+		body = &clientBody{ReadCloser: r.Body}
+		inner.Body = body
+	}
 	h.next.ServeHTTP(w, inner)
 	returned = true
 }
+
+func noCancel() {}
+
+// clientBody is an inbound request body that adds up the time its Reads
+// wait: time the client decides (a slow upload), taken out of the
+// learned service time.
+type clientBody struct {
+	io.ReadCloser
+	waited atomic.Int64 // nanoseconds
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := b.ReadCloser.Read(p)
+	b.waited.Add(int64(time.Since(start)))
+	return n, err
+}
+
+// wait returns the time spent in Read so far.
+func (b *clientBody) wait() time.Duration { return time.Duration(b.waited.Load()) }
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
 // was too small, 503 when the admission queue was full.
@@ -345,11 +382,11 @@ func refuse(w http.ResponseWriter, a Admission) {
 }
 
 // admit reads the request's budget header and context, and applies the
-// server's admission ([deadline.Admitter]: the shared rule, then what was
+// server's admission ([admission.Admitter]: the shared rule, then what was
 // learned and the queue); d is the deadline next runs under when admitted,
 // t its hold on the admission, to end when next returns.
-func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t deadline.Ticket) {
-	var in deadline.Inbound
+func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t admission.Ticket) {
+	var in admission.Inbound
 	lines := r.Header[h.cfg.header]
 	a.HeaderPresent = len(lines) > 0
 	switch {
@@ -361,7 +398,7 @@ func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t de
 		if l.malformed && h.cfg.malformed != nil {
 			h.cfg.malformed(r, malformedPrefix(lines))
 		}
-		in = deadline.Inbound{Present: l.valid, Budget: l.min}
+		in = admission.Inbound{Present: l.valid, Budget: l.min}
 	}
 	outer, _ := deadline.FromContext(r.Context())
 	var route string

@@ -339,17 +339,17 @@ func TestNewHandlerInvalid(t *testing.T) {
 		opts []deadlinehttp.HandlerOption
 		want string
 	}{
-		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(0)}, "deadline: invalid deadlinehttp.WithMaxBudget 0s: must be > 0"},
-		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(-time.Second)}, "deadline: invalid deadlinehttp.WithMaxBudget -1s: must be > 0"},
-		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(-time.Millisecond)}, "deadline: invalid deadlinehttp.WithFloor -1ms: must be >= 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(0)}, "deadline: invalid WithMaxBudget 0s: must be > 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(-time.Second)}, "deadline: invalid WithMaxBudget -1s: must be > 0"},
+		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(-time.Millisecond)}, "deadline: invalid WithFloor -1ms: must be >= 0"},
 		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithInboundHeader("")}, "deadline: invalid deadlinehttp.WithInboundHeader : must be an HTTP token"},
 		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithInboundHeader("a b")}, "deadline: invalid deadlinehttp.WithInboundHeader a b: must be an HTTP token"},
 		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(time.Second), deadlinehttp.WithMaxBudget(time.Second)},
-			"deadline: invalid deadlinehttp.WithFloor 1s: must be below the maximum budget 1s (WithMaxBudget), or every request is refused"},
+			"deadline: invalid WithFloor 1s: must be below the maximum budget 1s (WithMaxBudget), or every call is refused"},
 		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithMaxBudget(time.Second), deadlinehttp.WithFloor(2 * time.Second)},
-			"deadline: invalid deadlinehttp.WithFloor 2s: must be below the maximum budget 1s (WithMaxBudget), or every request is refused"},
+			"deadline: invalid WithFloor 2s: must be below the maximum budget 1s (WithMaxBudget), or every call is refused"},
 		{ok, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(time.Minute)},
-			"deadline: invalid deadlinehttp.WithFloor 1m0s: must be below the maximum budget 30s (WithMaxBudget), or every request is refused"},
+			"deadline: invalid WithFloor 1m0s: must be below the maximum budget 30s (WithMaxBudget), or every call is refused"},
 		{nil, nil, "deadline: invalid deadlinehttp.NewHandler next <nil>: must be a non-nil http.Handler"},
 		{nil, []deadlinehttp.HandlerOption{deadlinehttp.WithFloor(-1)}, "deadlinehttp.NewHandler next"},
 	}

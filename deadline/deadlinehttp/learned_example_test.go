@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
@@ -26,7 +27,7 @@ func ExampleWithLearnedAdmission() {
 		rec.Record("GET /report", deadline.EndedCompleted, 80*time.Millisecond, time.Now())
 	}
 	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "report") }),
-		deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}),
+		deadlinehttp.WithLearnedAdmission(admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}),
 		deadlinehttp.WithAdmissionQueue(64, 256))
 	if err != nil {
 		fmt.Println(err)

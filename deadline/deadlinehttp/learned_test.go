@@ -1,10 +1,12 @@
 package deadlinehttp_test
 
 import (
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,18 +17,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
 // liveRecorder returns a learn.Recorder in live mode, estimating from 20
-// samples on, refreshed every 10, and the LearnedAdmission on it.
-func liveRecorder(t *testing.T) (*learn.Recorder, deadline.LearnedAdmission) {
+// samples on, refreshed every 10, and the admission.Learned on it.
+func liveRecorder(t *testing.T) (*learn.Recorder, admission.Learned) {
 	t.Helper()
 	rec := &learn.Recorder{}
 	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 20}, Every: 10})
 	require.NoError(t, err)
-	return rec, deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}
+	return rec, admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}
 }
 
 // slow is a handler that answers 200 after d, or 504 when its context ends
@@ -177,9 +180,9 @@ func TestHandlerAdmissionErrors(t *testing.T) {
 		{deadlinehttp.WithAdmissionQueue(0, 10), "deadlinehttp.WithAdmissionQueue limit"},
 		{deadlinehttp.WithAdmissionQueue(-1, 10), "deadlinehttp.WithAdmissionQueue limit"},
 		{deadlinehttp.WithAdmissionQueue(1, -1), "deadlinehttp.WithAdmissionQueue backlog"},
-		{deadlinehttp.WithLearnedAdmission(bad), "LearnedAdmission.Threshold"},
-		{deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 1}), "LearnedAdmission.Threshold"},
-		{deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Estimator: l.Estimator, Threshold: 0.05}), "LearnedAdmission.Recorder"},
+		{deadlinehttp.WithLearnedAdmission(bad), "admission.Learned.Threshold"},
+		{deadlinehttp.WithLearnedAdmission(admission.Learned{Recorder: l.Recorder, Estimator: l.Estimator, Threshold: 1}), "admission.Learned.Threshold"},
+		{deadlinehttp.WithLearnedAdmission(admission.Learned{Estimator: l.Estimator, Threshold: 0.05}), "admission.Learned.Recorder"},
 	} {
 		h, err := deadlinehttp.NewHandler(next, tt.opt)
 		assert.Nil(t, h)
@@ -190,4 +193,89 @@ func TestHandlerAdmissionErrors(t *testing.T) {
 	h, err := deadlinehttp.NewHandler(next, deadlinehttp.WithLearnedAdmission(l), deadlinehttp.WithAdmissionQueue(4, 0))
 	require.NoError(t, err)
 	assert.NotNil(t, h)
+}
+
+// TestHandlerPanicFreesQueueSlot: a panic in a WithAdmission function or in
+// next (net/http recovers both) gives the request's queue slot back; with
+// one slot, every later request would be answered 503 for good otherwise.
+func TestHandlerPanicFreesQueueSlot(t *testing.T) {
+	var observed atomic.Int32
+	var panicNext atomic.Bool
+	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		if panicNext.Load() {
+			panic("handler bug")
+		}
+	}), deadlinehttp.WithAdmissionQueue(1, 0),
+		deadlinehttp.WithAdmission(func(*http.Request, deadlinehttp.Admission) {
+			if observed.Add(1) == 1 {
+				panic("telemetry bug")
+			}
+		}))
+	require.NoError(t, err)
+
+	require.PanicsWithValue(t, "telemetry bug", func() { getBudget(h, "/", 1000) })
+	for i := range 3 {
+		require.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "request %d after the WithAdmission panic: its slot was freed", i)
+	}
+
+	panicNext.Store(true)
+	require.PanicsWithValue(t, "handler bug", func() { getBudget(h, "/", 1000) })
+	panicNext.Store(false)
+	require.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "after next's panic: its slot was freed")
+}
+
+// slowBody is a request body a client sends slowly: one byte a second.
+type slowBody struct{ left int }
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(time.Second)
+	b.left--
+	p[0] = 'x'
+	return 1, nil
+}
+
+// TestHandlerSlowUploadsDoNotTeachSlowness: what a client controls (how
+// fast its body arrives) is not the route's service time. After 30 uploads
+// that take 3 s to arrive and 100 ms to handle, a request with a 300 ms
+// budget and a quick body is admitted: the route needs 100 ms.
+func TestHandlerSlowUploadsDoNotTeachSlowness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, l := liveRecorder(t)
+		var last deadlinehttp.Admission
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				w.WriteHeader(http.StatusGatewayTimeout)
+			}
+		}), deadlinehttp.WithLearnedAdmission(l),
+			deadlinehttp.WithAdmission(func(_ *http.Request, a deadlinehttp.Admission) { last = a }))
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		mux.Handle("/upload", h)
+		post := func(body io.Reader, ms int) int {
+			req := httptest.NewRequest(http.MethodPost, "/upload", body)
+			req.Header.Set(deadlinehttp.DefaultHeader, strconv.Itoa(ms))
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, req)
+			return w.Code
+		}
+
+		for range 30 {
+			require.Equal(t, http.StatusOK, post(&slowBody{left: 3}, 30000))
+		}
+		require.Equal(t, []string{"/upload"}, rec.Steps())
+
+		assert.Equal(t, http.StatusOK, post(strings.NewReader("quick"), 300),
+			"a 300 ms budget covers the 100 ms the route needs; the uploads' 3 s were the clients'")
+		assert.True(t, last.Learned)
+		assert.InDelta(t, 1, last.Estimate.P, 1e-9)
+	})
 }

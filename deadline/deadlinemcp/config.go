@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // DefaultBudget is the budget a [Client] gives a request whose context
@@ -17,7 +18,7 @@ const DefaultBudget = 30 * time.Second
 // DefaultMaxBudget is the largest budget a [Server] grants a request, and
 // the budget of a request that arrives without one: 30 seconds. Change it
 // with [WithMaxBudget].
-const DefaultMaxBudget = 30 * time.Second
+const DefaultMaxBudget = admission.DefaultMaxBudget
 
 // ClientOption configures [NewClient].
 type ClientOption interface{ applyClient(*clientConfig) }
@@ -179,8 +180,7 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	max       time.Duration
-	floor     time.Duration
+	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	key       string
 	admission []func(ctx context.Context, method string, req mcp.Request, a Admission)
 	err       error
@@ -197,14 +197,11 @@ func (c *serverConfig) fail(field string, value any, allowed string) {
 // client can never grant the server more time than it allows. A request
 // without a budget gets d. d <= 0 is invalid, and so is a d at or below
 // the floor (see [NewServer]).
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d <= 0 {
-			c.fail("deadlinemcp.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). A request whose effective
@@ -212,14 +209,11 @@ func WithMaxBudget(d time.Duration) ServerOption {
 // [CodeBudgetRefused], and its handler is not called. With the default 0
 // only a budget already spent is refused. d < 0 is invalid, and so is a d
 // at or above the maximum (see [NewServer]).
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if d < 0 {
-			c.fail("deadlinemcp.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
 }
 
 // WithInboundMetaKey sets the _meta key the server reads the budget from

@@ -17,7 +17,7 @@
 //
 // A [Server] is receiving middleware: the budget from _meta, clamped to the
 // server's maximum and to any deadline the request already has
-// ([deadline.Admit]), becomes the handler's context deadline; at or below
+// ([admission.Admit]), becomes the handler's context deadline; at or below
 // the floor the request is refused at once with the JSON-RPC error
 // [CodeBudgetRefused]. Over streamable HTTP, [Server.HTTPHandler] makes a
 // budget key repeated in one request's _meta give its smallest value.

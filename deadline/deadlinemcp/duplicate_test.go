@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 )
 
@@ -79,7 +79,7 @@ func TestDuplicateMetaKeySmallestWins(t *testing.T) {
 			require.Len(t, rec.list(), 1)
 			a := rec.list()[0]
 			assert.Equal(t, tc.want, a.Budget)
-			assert.Equal(t, deadline.AdmitByInbound, a.Limit)
+			assert.Equal(t, admission.ByInbound, a.Limit)
 			require.Len(t, search.arrivals(), 1)
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 )
 
@@ -77,7 +78,7 @@ func TestNilParamsCarryBudget(t *testing.T) {
 		a, ok := rec.get(m)
 		require.True(t, ok, "%s reached the server", m)
 		assert.True(t, a.Inbound.Present, "%s carries a budget in _meta", m)
-		assert.Equal(t, deadline.AdmitByInbound, a.Limit, "%s: the caller's budget, not the server's maximum", m)
+		assert.Equal(t, admission.ByInbound, a.Limit, "%s: the caller's budget, not the server's maximum", m)
 		assert.LessOrEqual(t, a.Budget, budget, m)
 	}
 }
@@ -121,6 +122,6 @@ func TestNilParamsCustomMethod(t *testing.T) {
 		a, ok := rec.get("com.example/echo")
 		require.True(t, ok)
 		assert.True(t, a.Inbound.Present, "the custom request carries a budget")
-		assert.Equal(t, deadline.AdmitByInbound, a.Limit)
+		assert.Equal(t, admission.ByInbound, a.Limit)
 	})
 }

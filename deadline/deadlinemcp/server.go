@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // CodeBudgetRefused is the JSON-RPC error code a [Server] answers a request
@@ -26,12 +27,12 @@ import (
 const CodeBudgetRefused = -32001
 
 // Admission is what a [Server] decided for one request, as reported to
-// [WithAdmission]: the shared admission rule's result ([deadline.Admit]:
+// [WithAdmission]: the shared admission rule's result ([admission.Admit]:
 // the inbound budget, the server's maximum, an outer deadline, the
 // effective budget, which of them set it, the floor and the refusal), and
 // what the request's _meta held.
 type Admission struct {
-	deadline.Admission
+	admission.Decision
 	// Malformed reports that the request's _meta held the budget key with
 	// a value that is not a budget (negative, fractional, not a number),
 	// which was ignored: the maximum applied as if the key were absent.
@@ -66,7 +67,7 @@ type Server struct{ cfg serverConfig }
 //
 // On arrival a request's budget is read from its _meta ([MetaKey],
 // [WithInboundMetaKey]) and admitted by the rule every transport of this
-// project shares ([deadline.Admit]): the effective budget is the smallest
+// project shares ([admission.Admit]): the effective budget is the smallest
 // of the inbound budget, the server's maximum ([WithMaxBudget]) and any
 // deadline the request's context already has (the transport's, or an
 // outer middleware's, as [deadline.FromContext] finds it). A request
@@ -105,14 +106,14 @@ type Server struct{ cfg serverConfig }
 // key return a nil Server and a [*deadline.PolicyError] naming the first
 // problem. Nil options are ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{max: DefaultMaxBudget, key: MetaKey}
+	c := serverConfig{limits: admission.DefaultLimits(), key: MetaKey}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err == nil && c.floor >= c.max {
-		c.fail("deadlinemcp.WithFloor", c.floor, "below the maximum budget "+c.max.String()+" (WithMaxBudget), or every request is refused")
+	if c.err == nil {
+		c.err = c.limits.Validate()
 	}
 	if c.err != nil {
 		return nil, c.err
@@ -133,7 +134,7 @@ func (s *Server) Middleware() mcp.Middleware {
 				return nil, refusal(a)
 			}
 			ctx = deadline.NewContext(ctx, a.Deadline)
-			if a.Limit != deadline.AdmitByOuter {
+			if a.Limit != admission.ByOuter {
 				var cancel context.CancelFunc
 				ctx, cancel = a.Deadline.Scope(ctx)
 				defer cancel()
@@ -147,19 +148,19 @@ func (s *Server) Middleware() mcp.Middleware {
 
 // admit reads the inbound budget, applies the rule and reports it.
 func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admission {
-	var in deadline.Inbound
+	var in admission.Inbound
 	malformed := false
 	if params := req.GetParams(); !isNil(params) {
 		v, present := params.GetMeta()[s.cfg.key]
 		switch d, kind := parseBudget(v, present); kind {
 		case metaBudget, metaHuge:
-			in = deadline.Inbound{Present: true, Budget: d}
+			in = admission.Inbound{Present: true, Budget: d}
 		case metaMalformed:
 			malformed = true
 		}
 	}
 	outer, _ := deadline.FromContext(ctx)
-	a := Admission{Admission: deadline.Admit(in, outer, s.cfg.max, s.cfg.floor), Malformed: malformed}
+	a := Admission{Decision: admission.Admit(in, outer, s.cfg.limits), Malformed: malformed}
 	for _, f := range s.cfg.admission {
 		f(ctx, method, req, a)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 )
 
@@ -61,7 +62,7 @@ func TestServerBudgetBecomesHandlerDeadline(t *testing.T) {
 		assert.Equal(t, float64(480), got[0].meta)
 		assert.Equal(t, 480*time.Millisecond, got[0].left, "the handler's deadline is the lease (virtual time)")
 		a := rec.list()[0]
-		assert.Equal(t, deadline.AdmitByInbound, a.Limit)
+		assert.Equal(t, admission.ByInbound, a.Limit)
 		assert.Equal(t, 480*time.Millisecond, a.Budget)
 		assert.False(t, a.Clamped())
 	})
@@ -80,7 +81,7 @@ func TestServerClampsToMax(t *testing.T) {
 		assert.Equal(t, 200*time.Millisecond, search.arrivals()[0].left)
 		a := rec.list()[0]
 		assert.True(t, a.Clamped())
-		assert.Equal(t, deadline.AdmitByMax, a.Limit)
+		assert.Equal(t, admission.ByMax, a.Limit)
 	})
 }
 
@@ -106,7 +107,7 @@ func TestServerKeepsOuterDeadline(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 50*time.Millisecond, search.arrivals()[0].left)
 		a := rec.list()[0]
-		assert.Equal(t, deadline.AdmitByOuter, a.Limit)
+		assert.Equal(t, admission.ByOuter, a.Limit)
 		assert.Equal(t, 50*time.Millisecond, a.OuterRemaining)
 	})
 }
@@ -135,7 +136,7 @@ func TestServerRefusesAtFloor(t *testing.T) {
 		assert.Equal(t, 1, stop.Attempts)
 		assert.Empty(t, search.arrivals(), "the handler is not called")
 		require.Len(t, rec.list(), 1)
-		assert.Equal(t, deadline.RefusalFloor, rec.list()[0].Refusal)
+		assert.Equal(t, admission.RefusalFloor, rec.list()[0].Refusal)
 	})
 }
 
@@ -165,20 +166,20 @@ func TestServerInboundMeta(t *testing.T) {
 		present   bool
 		malformed bool
 		budget    time.Duration
-		limit     deadline.AdmissionLimit
-		refusal   deadline.Refusal
+		limit     admission.Limit
+		refusal   admission.Refusal
 	}{
-		{"integer", 500, true, false, 500 * time.Millisecond, deadline.AdmitByInbound, deadline.RefusalNone},
-		{"zero: spent", 0, true, false, 0, deadline.AdmitByInbound, deadline.RefusalSpent},
-		{"above the maximum: clamped", 5000, true, false, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"eleven digits: clamped", 99999999999, true, false, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"absurdly large: clamped", 1e300, true, false, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"negative: ignored", -5, false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"fractional: ignored", 1.5, false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"string: ignored", "100", false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"bool: ignored", true, false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"null: ignored", nil, false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
-		{"object: ignored", map[string]any{"ms": 5}, false, true, max, deadline.AdmitByMax, deadline.RefusalNone},
+		{"integer", 500, true, false, 500 * time.Millisecond, admission.ByInbound, admission.RefusalNone},
+		{"zero: spent", 0, true, false, 0, admission.ByInbound, admission.RefusalSpent},
+		{"above the maximum: clamped", 5000, true, false, max, admission.ByMax, admission.RefusalNone},
+		{"eleven digits: clamped", 99999999999, true, false, max, admission.ByMax, admission.RefusalNone},
+		{"absurdly large: clamped", 1e300, true, false, max, admission.ByMax, admission.RefusalNone},
+		{"negative: ignored", -5, false, true, max, admission.ByMax, admission.RefusalNone},
+		{"fractional: ignored", 1.5, false, true, max, admission.ByMax, admission.RefusalNone},
+		{"string: ignored", "100", false, true, max, admission.ByMax, admission.RefusalNone},
+		{"bool: ignored", true, false, true, max, admission.ByMax, admission.RefusalNone},
+		{"null: ignored", nil, false, true, max, admission.ByMax, admission.RefusalNone},
+		{"object: ignored", map[string]any{"ms": 5}, false, true, max, admission.ByMax, admission.RefusalNone},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,7 +197,7 @@ func TestServerInboundMeta(t *testing.T) {
 				assert.Equal(t, tc.budget, a.Budget)
 				assert.Equal(t, tc.limit, a.Limit)
 				assert.Equal(t, tc.refusal, a.Refusal)
-				if tc.refusal != deadline.RefusalNone {
+				if tc.refusal != admission.RefusalNone {
 					var we *jsonrpc.Error
 					require.ErrorAs(t, err, &we)
 					assert.Equal(t, "deadline budget too small: budget-ms=0, floor-ms=0", we.Message)

@@ -60,9 +60,12 @@ func (rc *recent) erroredAt(i int) uint64   { return uint64(rc.errored[i].Load()
 // attempt completes within a lease, for [deadline.Policy.LearnedFloor].
 //
 // The computation runs on the goroutine whose attempt completed the Every
-// samples (a few microseconds, once per Every samples); reading the
-// ceiling is an atomic load, with no lock and no allocation. Calling Live
-// again replaces the options and keeps what was learned.
+// samples (a few microseconds, once per Every samples); when another
+// computation of the step is running then, it is not skipped but made as
+// soon as that one ends, so the ceiling and its half-life decay do not lag
+// under contention. Reading the ceiling is an atomic load, with no lock
+// and no allocation. Calling Live again replaces the options and keeps
+// what was learned.
 func (r *Recorder) Live(o LiveOptions) (*Live, error) {
 	so, err := o.SuggestOptions.withDefaults()
 	if err != nil {
@@ -139,10 +142,23 @@ func (lc *liveConfig) record(s *series, ended deadline.EndedBy, censored bool, d
 		}
 		inc(&rc.completed[slot(d)])
 	}
-	if n := rc.n.Add(1); n%lc.every == 0 && s.updating.CompareAndSwap(false, true) {
-		defer s.updating.Store(false)
-		lc.update(s, rc, n)
+	if rc.n.Add(1)%lc.every == 0 {
+		s.stale.Store(true)
 	}
+	// An update due while another runs is not skipped (the estimate, and
+	// its decay, would lag by Every samples under contention): whoever
+	// finds it due and no update running makes it, the updater itself as
+	// it ends, or the next recording.
+	for s.stale.Load() && s.updating.CompareAndSwap(false, true) {
+		s.stale.Store(false)
+		lc.updateLocked(s, rc)
+	}
+}
+
+// updateLocked runs update for the holder of s.updating, and releases it.
+func (lc *liveConfig) updateLocked(s *series, rc *recent) {
+	defer s.updating.Store(false)
+	lc.update(s, rc, rc.n.Load())
 }
 
 // update recomputes s's live ceiling from rc, then ages rc.

@@ -64,7 +64,8 @@ type readMostly struct {
 	// Live mode (see live.go).
 	recent   atomic.Pointer[recent]
 	ceiling  atomic.Int64 // the live ceiling; 0: none
-	updating atomic.Bool
+	updating atomic.Bool  // an update of the ceiling runs
+	stale    atomic.Bool  // an update is due (every Every samples)
 }
 
 const (

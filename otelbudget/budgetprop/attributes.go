@@ -58,7 +58,7 @@ func Attributes(x Extraction) []attribute.KeyValue {
 	if a.HasOuter {
 		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.OuterRemaining)))
 	}
-	if x.Queued && x.HasBudget && x.HasExpiry {
+	if x.Queued && x.HasSentBudget && x.HasExpiry {
 		attrs = append(attrs, AttrQueueTimeMs.Int64(ms(x.QueueTime)))
 	}
 	if x.SkewExceeded {

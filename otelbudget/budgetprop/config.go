@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 )
 
@@ -21,11 +22,10 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	max   time.Duration
-	floor time.Duration
-	skew  time.Duration
-	clock func() time.Time
-	err   error // the first invalid option, returned by New
+	limits admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
+	skew   time.Duration
+	clock  func() time.Time
+	err    error // the first invalid option, returned by New
 }
 
 func (c *config) fail(field string, value any, allowed string) {
@@ -35,30 +35,24 @@ func (c *config) fail(field string, value any, allowed string) {
 }
 
 // WithMaxBudget sets the receiver's maximum (default
-// deadlinehttp.DefaultMaxBudget, 30 s): an inbound budget larger than d is
+// [admission.DefaultMaxBudget], 30 s): an inbound budget larger than d is
 // clamped to d, so a sender can never grant this process more time than it
 // allows. d <= 0 is invalid, and so is a d at or below the floor.
+//
+// It sets [admission.Limits].MaxBudget: the rule and its check are shared
+// by every transport.
 func WithMaxBudget(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d <= 0 {
-			c.fail("budgetprop.WithMaxBudget", d, "> 0")
-			return
-		}
-		c.max = d
-	})
+	return optionFunc(func(c *config) { c.limits.MaxBudget = d })
 }
 
 // WithFloor sets the receiver's floor (default 0): an inbound budget at or
-// below d is refused ([deadline.RefusalFloor]); with 0 only a spent budget
+// below d is refused ([admission.RefusalFloor]); with 0 only a spent budget
 // is. d < 0 is invalid, and so is a d at or above the maximum.
+//
+// It sets [admission.Limits].Floor: the rule and its check are shared
+// by every transport.
 func WithFloor(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d < 0 {
-			c.fail("budgetprop.WithFloor", d, ">= 0")
-			return
-		}
-		c.floor = d
-	})
+	return optionFunc(func(c *config) { c.limits.Floor = d })
 }
 
 // WithSkewAllowance sets how far the hosts' wall clocks may disagree
@@ -92,14 +86,14 @@ func WithClock(now func() time.Time) Option {
 }
 
 func newConfig(opts []Option) (config, error) {
-	c := config{max: deadlinehttp.DefaultMaxBudget, skew: DefaultSkewAllowance, clock: time.Now}
+	c := config{limits: admission.DefaultLimits(), skew: DefaultSkewAllowance, clock: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	if c.err == nil && c.floor >= c.max {
-		c.fail("budgetprop.WithFloor", c.floor, "below the maximum budget "+c.max.String())
+	if c.err == nil {
+		c.err = c.limits.Validate()
 	}
 	return c, c.err
 }

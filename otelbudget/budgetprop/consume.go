@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Consume runs handle for one message taken from a queue, under what is
@@ -20,7 +21,7 @@ import (
 // more or less than was really left (docs/propagation.md, "Queues"). A
 // message with only FieldBudget gets it, its queue time uncounted; one
 // with no usable field gets the maximum. The inbound budget then goes
-// through [deadline.Admit] (clamp to the maximum, the floor, ctx's own
+// through [admission.Admit] (clamp to the maximum, the floor, ctx's own
 // deadline as an outer limit).
 //
 // A message whose budget is spent, or at or below the floor, is not
@@ -43,14 +44,14 @@ func (p *Propagator) Consume(ctx context.Context, carrier propagation.TextMapCar
 	}
 	x := p.read(carrier)
 	x.Queued = true
-	in := deadline.Inbound{Present: x.Usable(), Budget: x.Budget}
+	in := admission.Inbound{Present: x.Usable(), Budget: x.SentBudget}
 	if x.HasExpiry {
 		e := x.expiryRemaining
-		if x.HasBudget {
-			x.QueueTime = x.Budget - e
-			x.SkewExceeded = e-x.Budget > p.c.skew
+		if x.HasSentBudget {
+			x.QueueTime = x.SentBudget - e
+			x.SkewExceeded = e-x.SentBudget > p.c.skew
 		}
-		if !x.HasBudget || e < in.Budget {
+		if !x.HasSentBudget || e < in.Budget {
 			in.Budget = e
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop"
 )
 
@@ -69,7 +70,7 @@ func TestConsumeChargesQueueTime(t *testing.T) {
 	assert.Equal(t, sent-500*time.Millisecond, x.Admission.Inbound.Budget)
 	assert.Equal(t, sent-500*time.Millisecond, x.Admission.Budget)
 	assert.InDelta(t, 1500*time.Millisecond, x.Admission.Budget, float64(5*time.Millisecond))
-	assert.Equal(t, deadline.AdmitByInbound, x.Admission.Limit)
+	assert.Equal(t, admission.ByInbound, x.Admission.Limit)
 
 	// Taken after 3 s: expired, not processed, reported.
 	x, ran, err = consume(t, newProp(t, budgetprop.WithClock(clk.at(3*time.Second))), msg)
@@ -78,7 +79,7 @@ func TestConsumeChargesQueueTime(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	var re *budgetprop.RefusedError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, deadline.RefusalSpent, re.Reason())
+	assert.Equal(t, admission.RefusalSpent, re.Reason())
 	assert.Equal(t, 3*time.Second, x.QueueTime)
 	assert.Equal(t, "budgetprop: refused: budget spent (0s left after 3s queued)", err.Error())
 
@@ -86,7 +87,7 @@ func TestConsumeChargesQueueTime(t *testing.T) {
 	_, ran, err = consume(t, newProp(t, budgetprop.WithClock(clk.at(1990*time.Millisecond)), budgetprop.WithFloor(50*time.Millisecond)), msg)
 	assert.False(t, ran)
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, deadline.RefusalFloor, re.Reason())
+	assert.Equal(t, admission.RefusalFloor, re.Reason())
 }
 
 // ±200 ms of skew with the default allowance: a message with 1 s left is
@@ -126,7 +127,7 @@ func TestConsumeWithoutBudgetGetsTheMaximum(t *testing.T) {
 	assert.True(t, ran)
 	assert.False(t, x.Usable())
 	assert.Equal(t, 3*time.Second, x.Admission.Budget)
-	assert.Equal(t, deadline.AdmitByMax, x.Admission.Limit)
+	assert.Equal(t, admission.ByMax, x.Admission.Limit)
 
 	// Only a relative budget: used, its queue time uncounted.
 	x, _, err = consume(t, p, carrier(budgetprop.FieldBudget, "1200"))

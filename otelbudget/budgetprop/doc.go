@@ -26,7 +26,7 @@
 //
 // On arrival both clamp to the receiver's maximum and refuse at or below
 // its floor with the one admission rule of package deadline
-// ([deadline.Admit]); the decision is an [Extraction] in the context
+// ([admission.Admit]); the decision is an [Extraction] in the context
 // ([FromContext], [Check]) and attributes on the receiver's span
 // ([Annotate]).
 //

@@ -6,15 +6,24 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // Extraction is what [Propagator.Extract] or [Propagator.Consume] found in
 // a carrier and decided. It is a plain value, measured on arrival.
+//
+// The budget the receiver works under is [Extraction.Budget] (the
+// effective budget, from [Extraction.Admission]); SentBudget and Expiry
+// are the raw fields, as the sender wrote them, before the receiver's
+// maximum, an outer deadline, the expiry or the time in a queue lowered
+// them. Telemetry that wants what the caller asked for reads SentBudget;
+// everything else reads Budget.
 type Extraction struct {
-	// HasBudget reports that [FieldBudget] held a valid value; Budget is
-	// its smallest valid member (at most 9999999999 ms), as sent.
-	HasBudget bool
-	Budget    time.Duration
+	// HasSentBudget reports that [FieldBudget] held a valid value;
+	// SentBudget is its smallest valid member (at most 9999999999 ms), as
+	// sent: not the budget the receiver grants ([Extraction.Budget]).
+	HasSentBudget bool
+	SentBudget    time.Duration
 	// HasExpiry reports that [FieldExpiry] held a valid value; Expiry is
 	// its earliest valid member, on the sender's wall clock.
 	HasExpiry bool
@@ -38,19 +47,26 @@ type Extraction struct {
 	// the allowance (or the field is forged). The budget is then the
 	// relative one, which does not count the time in the queue.
 	SkewExceeded bool
-	// Admission is the receiver's decision ([deadline.Admit]): the inbound
+	// Admission is the receiver's decision ([admission.Admit]): the inbound
 	// budget, the clamp to the maximum, the effective budget, the floor
 	// and the refusal. After Extract it is the zero Admission when no
 	// field was usable; Consume always decides one (the maximum applies
 	// to a message without a usable budget).
-	Admission deadline.Admission
+	Admission admission.Decision
 
 	expiryRemaining time.Duration // Expiry - now on this host's wall clock
 }
 
+// Budget returns the effective budget: the one the receiver's
+// [deadline.Deadline] was given on arrival (Admission.Budget), after the
+// maximum, an outer deadline, the expiry and the time in a queue; <= 0 when
+// it was spent. It is 0 when no field was usable ([Extraction.Usable]).
+// [Extraction.SentBudget] is what the sender wrote.
+func (x Extraction) Budget() time.Duration { return x.Admission.Budget }
+
 // Usable reports that a field held a valid value, so that Admission was
 // decided and a Deadline stored.
-func (x Extraction) Usable() bool { return x.HasBudget || x.HasExpiry }
+func (x Extraction) Usable() bool { return x.HasSentBudget || x.HasExpiry }
 
 // Refused reports that the inbound budget was spent or at or below the
 // floor: the receiver should not start the work.
@@ -72,8 +88,8 @@ func FromContext(ctx context.Context) (Extraction, bool) {
 var ErrRefused = errors.New("budgetprop: inbound budget refused")
 
 // RefusedError says that an inbound budget was refused: spent on arrival
-// ([deadline.RefusalSpent]: an expired message) or at or below the
-// receiver's floor ([deadline.RefusalFloor]). errors.Is matches
+// ([admission.RefusalSpent]: an expired message) or at or below the
+// receiver's floor ([admission.RefusalFloor]). errors.Is matches
 // [ErrRefused], [deadline.ErrRefused] and context.DeadlineExceeded.
 type RefusedError struct {
 	Extraction Extraction
@@ -85,11 +101,11 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	a := e.Extraction.Admission
 	msg := "budgetprop: refused: "
-	if a.Refusal == deadline.RefusalFloor {
+	if a.Refusal == admission.RefusalFloor {
 		msg += "budget " + a.Budget.String() + " at or below the " + a.Floor.String() + " floor"
 	} else {
 		msg += "budget spent (" + a.Budget.String() + " left"
-		if e.Extraction.Queued && e.Extraction.HasExpiry && e.Extraction.HasBudget {
+		if e.Extraction.Queued && e.Extraction.HasExpiry && e.Extraction.HasSentBudget {
 			msg += " after " + e.Extraction.QueueTime.String() + " queued"
 		}
 		msg += ")"
@@ -102,8 +118,8 @@ func (e *RefusedError) Is(target error) bool {
 	return target == ErrRefused || target == deadline.ErrRefused || target == context.DeadlineExceeded
 }
 
-// Reason is the refusal: [deadline.RefusalSpent] or [deadline.RefusalFloor].
-func (e *RefusedError) Reason() deadline.Refusal { return e.Extraction.Admission.Refusal }
+// Reason is the refusal: [admission.RefusalSpent] or [admission.RefusalFloor].
+func (e *RefusedError) Reason() admission.Refusal { return e.Extraction.Admission.Refusal }
 
 // ErrorType returns "deadline_refused", the error.type of a refused
 // inbound call on a server span.

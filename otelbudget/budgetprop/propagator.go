@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 )
 
@@ -21,7 +22,7 @@ import (
 //
 // Inject writes [FieldBudget] (relative) and [FieldExpiry] (wall clock).
 // Extract reads them as a direct hop, applies the receiver's admission rule
-// ([deadline.Admit]: clamp to the maximum, refuse at or below the floor)
+// ([admission.Admit]: clamp to the maximum, refuse at or below the floor)
 // and stores the result in the context: a [deadline.Deadline]
 // ([deadline.NewContext]) and the [Extraction] ([FromContext]). Because the
 // stored Deadline is measured on the receiver's own monotonic clock, a
@@ -83,7 +84,7 @@ func (p *Propagator) Inject(ctx context.Context, carrier propagation.TextMapCarr
 // request, a replay) is charged, a clock disagreement within the allowance
 // is not. A carrier with only the expiry gives the expiry's remaining.
 //
-// The inbound budget then goes through [deadline.Admit] with the
+// The inbound budget then goes through [admission.Admit] with the
 // receiver's maximum and floor, and with a deadline ctx already has as the
 // outer limit. Extract returns ctx with the [Extraction] ([FromContext])
 // and the admitted [deadline.Deadline] (deadline.NewContext), refused or
@@ -100,31 +101,31 @@ func (p *Propagator) Inject(ctx context.Context, carrier propagation.TextMapCarr
 // Extraction with Malformed set and no Deadline: the fields are ignored.
 func (p *Propagator) Extract(ctx context.Context, carrier propagation.TextMapCarrier) context.Context {
 	x := p.read(carrier)
-	if !x.HasBudget && !x.HasExpiry {
+	if !x.HasSentBudget && !x.HasExpiry {
 		if x.Malformed {
 			ctx = context.WithValue(ctx, extractionKey{}, x)
 		}
 		return ctx
 	}
-	in := x.Budget
+	in := x.SentBudget
 	if x.HasExpiry {
 		e := x.expiryRemaining
 		switch {
-		case !x.HasBudget:
+		case !x.HasSentBudget:
 			in = e
 		case e+p.c.skew < in:
 			in = e + p.c.skew
 		}
 	}
-	return p.admit(ctx, x, deadline.Inbound{Present: true, Budget: in})
+	return p.admit(ctx, x, admission.Inbound{Present: true, Budget: in})
 }
 
-// admit applies deadline.Admit to the inbound budget in, with the
+// admit applies admission.Admit to the inbound budget in, with the
 // deadline ctx already has as the outer limit, and stores the Extraction
 // and the admitted Deadline in ctx.
-func (p *Propagator) admit(ctx context.Context, x Extraction, in deadline.Inbound) context.Context {
+func (p *Propagator) admit(ctx context.Context, x Extraction, in admission.Inbound) context.Context {
 	outer, _ := deadline.FromContext(ctx)
-	x.Admission = deadline.Admit(in, outer, p.c.max, p.c.floor)
+	x.Admission = admission.Admit(in, outer, p.c.limits)
 	ctx = context.WithValue(ctx, extractionKey{}, x)
 	return deadline.NewContext(ctx, x.Admission.Deadline)
 }
@@ -136,7 +137,7 @@ func (p *Propagator) read(carrier propagation.TextMapCarrier) Extraction {
 	e := parseField(values(carrier, FieldExpiry), maxExpiryDigits)
 	x := Extraction{Malformed: b.malformed || e.malformed}
 	if b.valid {
-		x.HasBudget, x.Budget = true, time.Duration(b.ms)*time.Millisecond
+		x.HasSentBudget, x.SentBudget = true, time.Duration(b.ms)*time.Millisecond
 	}
 	if e.valid {
 		x.HasExpiry, x.Expiry = true, time.UnixMilli(e.ms)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop"
 )
@@ -25,9 +26,9 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 		opts  []budgetprop.Option
 		field string
 	}{
-		{"max zero", []budgetprop.Option{budgetprop.WithMaxBudget(0)}, "budgetprop.WithMaxBudget"},
-		{"floor negative", []budgetprop.Option{budgetprop.WithFloor(-1)}, "budgetprop.WithFloor"},
-		{"floor at max", []budgetprop.Option{budgetprop.WithMaxBudget(time.Second), budgetprop.WithFloor(time.Second)}, "budgetprop.WithFloor"},
+		{"max zero", []budgetprop.Option{budgetprop.WithMaxBudget(0)}, "WithMaxBudget"},
+		{"floor negative", []budgetprop.Option{budgetprop.WithFloor(-1)}, "WithFloor"},
+		{"floor at max", []budgetprop.Option{budgetprop.WithMaxBudget(time.Second), budgetprop.WithFloor(time.Second)}, "WithFloor"},
 		{"skew negative", []budgetprop.Option{budgetprop.WithSkewAllowance(-time.Millisecond)}, "budgetprop.WithSkewAllowance"},
 		{"skew overflowing", []budgetprop.Option{budgetprop.WithSkewAllowance(math.MaxInt64)}, "budgetprop.WithSkewAllowance"},
 	} {
@@ -107,9 +108,9 @@ func TestExtractDirectHopUsesTheRelativeBudget(t *testing.T) {
 	for _, skew := range []time.Duration{0, 200 * time.Millisecond, -200 * time.Millisecond, budgetprop.DefaultSkewAllowance} {
 		recv := newProp(t, budgetprop.WithClock(clk.at(skew)))
 		x, ctx := extract(t, recv, context.Background(), c)
-		assert.Equal(t, time.Second, x.Budget)
+		assert.Equal(t, time.Second, x.SentBudget)
 		assert.Equal(t, time.Second, x.Admission.Budget, "skew %v", skew)
-		assert.Equal(t, deadline.AdmitByInbound, x.Admission.Limit)
+		assert.Equal(t, admission.ByInbound, x.Admission.Limit)
 		assert.False(t, x.Refused())
 		d, ok := deadline.FromContext(ctx)
 		require.True(t, ok)
@@ -143,7 +144,7 @@ func TestExtractAgreesWithDeadlineHTTPHandler(t *testing.T) {
 		p.Inject(deadline.NewContext(context.Background(), deadline.New(lease)), propagation.HeaderCarrier(req.Header))
 		h.ServeHTTP(httptest.NewRecorder(), req)
 
-		assert.Equal(t, got.HeaderBudget, x.Budget, "lease %v", lease)
+		assert.Equal(t, got.HeaderBudget, x.SentBudget, "lease %v", lease)
 		assert.Equal(t, got.Budget, x.Admission.Budget, "lease %v", lease)
 		assert.Equal(t, got.Limit, x.Admission.Limit, "lease %v", lease)
 	}
@@ -154,14 +155,14 @@ func TestExtractClampsAndRefuses(t *testing.T) {
 
 	x, _ := extract(t, p, context.Background(), carrier(budgetprop.FieldBudget, "60000"))
 	assert.Equal(t, 5*time.Second, x.Admission.Budget)
-	assert.Equal(t, deadline.AdmitByMax, x.Admission.Limit)
+	assert.Equal(t, admission.ByMax, x.Admission.Limit)
 
 	x, ctx := extract(t, p, context.Background(), carrier(budgetprop.FieldBudget, "15"))
-	assert.Equal(t, deadline.RefusalFloor, x.Admission.Refusal)
+	assert.Equal(t, admission.RefusalFloor, x.Admission.Refusal)
 	err := budgetprop.Check(ctx)
 	var re *budgetprop.RefusedError
 	require.ErrorAs(t, err, &re)
-	assert.Equal(t, deadline.RefusalFloor, re.Reason())
+	assert.Equal(t, admission.RefusalFloor, re.Reason())
 	assert.ErrorIs(t, err, budgetprop.ErrRefused)
 	assert.ErrorIs(t, err, deadline.ErrRefused)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -172,8 +173,30 @@ func TestExtractClampsAndRefuses(t *testing.T) {
 	outer, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	x, _ = extract(t, p, outer, carrier(budgetprop.FieldBudget, "3000"))
-	assert.Equal(t, deadline.AdmitByOuter, x.Admission.Limit)
+	assert.Equal(t, admission.ByOuter, x.Admission.Limit)
 	assert.LessOrEqual(t, x.Admission.Budget, time.Second)
+}
+
+// TestExtractionBudgetIsTheEffectiveOne: Extraction.Budget is the budget
+// the receiver works under (clamped to its maximum, lowered by an outer
+// deadline, by a stale expiry), and the value as sent is the one with the
+// qualified name, SentBudget, so that x.Budget never means a budget the
+// receiver did not grant.
+func TestExtractionBudgetIsTheEffectiveOne(t *testing.T) {
+	p := newProp(t, budgetprop.WithMaxBudget(5*time.Second))
+	x, ctx := extract(t, p, context.Background(), carrier(budgetprop.FieldBudget, "60000"))
+	assert.Equal(t, 5*time.Second, x.Budget(), "clamped to the maximum")
+	assert.Equal(t, 60*time.Second, x.SentBudget, "as sent")
+	d, _ := deadline.FromContext(ctx)
+	assert.Equal(t, d.Budget(), x.Budget(), "the Deadline's")
+
+	outer, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	x, _ = extract(t, p, outer, carrier(budgetprop.FieldBudget, "3000"))
+	assert.LessOrEqual(t, x.Budget(), time.Second, "an outer deadline binds")
+	assert.Equal(t, 3*time.Second, x.SentBudget)
+
+	assert.Zero(t, budgetprop.Extraction{Malformed: true}.Budget(), "nothing usable")
 }
 
 // Bad input has a documented outcome: ignored (malformed member) or
@@ -189,23 +212,23 @@ func TestExtractBadInput(t *testing.T) {
 		c         propagation.TextMapCarrier
 		malformed bool
 		budget    time.Duration // effective; none: no decision (ignored)
-		refusal   deadline.Refusal
+		refusal   admission.Refusal
 	}{
-		{"malformed budget", carrier(budgetprop.FieldBudget, "1.5s"), true, none, deadline.RefusalNone},
-		{"negative budget", carrier(budgetprop.FieldBudget, "-500"), true, none, deadline.RefusalNone},
-		{"overflowing budget", carrier(budgetprop.FieldBudget, "99999999999999999999999"), true, none, deadline.RefusalNone},
-		{"empty list", carrier(budgetprop.FieldBudget, " , "), true, none, deadline.RefusalNone},
-		{"zero budget: spent", carrier(budgetprop.FieldBudget, "0"), false, 0, deadline.RefusalSpent},
-		{"duplicated: the smallest", propagation.HeaderCarrier(http.Header{"Deadline-Budget-Ms": {"900", "300, 700"}}), false, 300 * time.Millisecond, deadline.RefusalNone},
-		{"malformed beside valid", carrier(budgetprop.FieldBudget, "abc, 400"), true, 400 * time.Millisecond, deadline.RefusalNone},
-		{"huge budget: the maximum", carrier(budgetprop.FieldBudget, "9999999999"), false, 10 * time.Second, deadline.RefusalNone},
-		{"malformed expiry ignored", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "soon"), true, 800 * time.Millisecond, deadline.RefusalNone},
-		{"overflowing expiry ignored", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "1234567890123456"), true, 800 * time.Millisecond, deadline.RefusalNone},
-		{"far-future expiry: the relative budget", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "999999999999999"), false, 800 * time.Millisecond, deadline.RefusalNone},
-		{"far-past expiry: spent", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "1"), false, 0, deadline.RefusalSpent},
-		{"only an expiry", carrier(budgetprop.FieldExpiry, expiry(700*time.Millisecond)), false, 700 * time.Millisecond, deadline.RefusalNone},
-		{"only a far-future expiry: the maximum", carrier(budgetprop.FieldExpiry, "999999999999999"), false, 10 * time.Second, deadline.RefusalNone},
-		{"duplicated expiry: the earliest", propagation.HeaderCarrier(http.Header{"Deadline-Expiry-Unix-Ms": {expiry(time.Hour), expiry(600 * time.Millisecond)}}), false, 600 * time.Millisecond, deadline.RefusalNone},
+		{"malformed budget", carrier(budgetprop.FieldBudget, "1.5s"), true, none, admission.RefusalNone},
+		{"negative budget", carrier(budgetprop.FieldBudget, "-500"), true, none, admission.RefusalNone},
+		{"overflowing budget", carrier(budgetprop.FieldBudget, "99999999999999999999999"), true, none, admission.RefusalNone},
+		{"empty list", carrier(budgetprop.FieldBudget, " , "), true, none, admission.RefusalNone},
+		{"zero budget: spent", carrier(budgetprop.FieldBudget, "0"), false, 0, admission.RefusalSpent},
+		{"duplicated: the smallest", propagation.HeaderCarrier(http.Header{"Deadline-Budget-Ms": {"900", "300, 700"}}), false, 300 * time.Millisecond, admission.RefusalNone},
+		{"malformed beside valid", carrier(budgetprop.FieldBudget, "abc, 400"), true, 400 * time.Millisecond, admission.RefusalNone},
+		{"huge budget: the maximum", carrier(budgetprop.FieldBudget, "9999999999"), false, 10 * time.Second, admission.RefusalNone},
+		{"malformed expiry ignored", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "soon"), true, 800 * time.Millisecond, admission.RefusalNone},
+		{"overflowing expiry ignored", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "1234567890123456"), true, 800 * time.Millisecond, admission.RefusalNone},
+		{"far-future expiry: the relative budget", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "999999999999999"), false, 800 * time.Millisecond, admission.RefusalNone},
+		{"far-past expiry: spent", carrier(budgetprop.FieldBudget, "800", budgetprop.FieldExpiry, "1"), false, 0, admission.RefusalSpent},
+		{"only an expiry", carrier(budgetprop.FieldExpiry, expiry(700*time.Millisecond)), false, 700 * time.Millisecond, admission.RefusalNone},
+		{"only a far-future expiry: the maximum", carrier(budgetprop.FieldExpiry, "999999999999999"), false, 10 * time.Second, admission.RefusalNone},
+		{"duplicated expiry: the earliest", propagation.HeaderCarrier(http.Header{"Deadline-Expiry-Unix-Ms": {expiry(time.Hour), expiry(600 * time.Millisecond)}}), false, 600 * time.Millisecond, admission.RefusalNone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := p.Extract(context.Background(), tc.c)
@@ -223,7 +246,7 @@ func TestExtractBadInput(t *testing.T) {
 			assert.Equal(t, tc.budget, x.Admission.Budget)
 			assert.LessOrEqual(t, x.Admission.Budget, 10*time.Second)
 			assert.Equal(t, tc.refusal, x.Admission.Refusal)
-			if tc.refusal != deadline.RefusalNone {
+			if tc.refusal != admission.RefusalNone {
 				assert.True(t, errors.Is(budgetprop.Check(ctx), budgetprop.ErrRefused))
 			}
 		})

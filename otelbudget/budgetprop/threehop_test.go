@@ -90,22 +90,22 @@ func TestThreeHopsThroughAPassThroughService(t *testing.T) {
 	defer mu.Unlock()
 
 	// B got A's lease (the deadlinehttp header alone: a direct hop).
-	require.True(t, atB.HasBudget)
+	require.True(t, atB.HasSentBudget)
 	assert.False(t, atB.HasExpiry)
-	assert.Equal(t, atB.Budget, atB.Admission.Budget)
-	lease := atB.Budget
+	assert.Equal(t, atB.SentBudget, atB.Admission.Budget)
+	lease := atB.SentBudget
 	assert.LessOrEqual(t, lease, 2*time.Second)
 
 	// C got what B had left when it sent, rounded up to the millisecond:
 	// A's lease minus B's time (its 200 ms wait and the rest), not A's lease.
-	require.True(t, atC.HasBudget)
+	require.True(t, atC.HasSentBudget)
 	require.True(t, atC.HasExpiry)
-	assert.GreaterOrEqual(t, atC.Budget, after)
-	assert.LessOrEqual(t, atC.Budget, before+time.Millisecond)
-	assert.LessOrEqual(t, atC.Budget, lease-200*time.Millisecond)
-	assert.Equal(t, atC.Budget, atC.Admission.Budget, "a direct hop: the relative budget, exact")
+	assert.GreaterOrEqual(t, atC.SentBudget, after)
+	assert.LessOrEqual(t, atC.SentBudget, before+time.Millisecond)
+	assert.LessOrEqual(t, atC.SentBudget, lease-200*time.Millisecond)
+	assert.Equal(t, atC.SentBudget, atC.Admission.Budget, "a direct hop: the relative budget, exact")
 
 	// deadlinehttp.NewHandler, on the same request, read the same budget.
 	assert.True(t, admC.HeaderValid)
-	assert.Equal(t, atC.Budget, admC.HeaderBudget)
+	assert.Equal(t, atC.SentBudget, admC.HeaderBudget)
 }

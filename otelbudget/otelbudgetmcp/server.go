@@ -13,7 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
 )
@@ -141,9 +141,9 @@ func annotate(ctx context.Context, _ string, _ mcp.Request, a deadlinemcp.Admiss
 
 func refusalDescription(a deadlinemcp.Admission) string {
 	switch {
-	case a.Refusal == deadline.RefusalFloor:
+	case a.Refusal == admission.RefusalFloor:
 		return "budget " + dur(a.Budget) + " at or below the " + dur(a.Floor) + " floor"
-	case a.Limit == deadline.AdmitByOuter:
+	case a.Limit == admission.ByOuter:
 		return "budget spent: the request's context deadline had passed on arrival"
 	default:
 		return "budget spent: the request's _meta said 0"

@@ -26,7 +26,7 @@ func ExampleHandler() {
 	h, _ := budgetnats.Handler(context.Background(), consumer,
 		func(ctx context.Context, msg *nats.Msg) {
 			x, _ := budgetprop.FromContext(ctx)
-			fmt.Printf("%s: handled, queued %v, about %v left\n", msg.Data, x.QueueTime, x.Admission.Budget.Round(100*time.Millisecond))
+			fmt.Printf("%s: handled, queued %v, about %v left\n", msg.Data, x.QueueTime, x.Budget().Round(100*time.Millisecond))
 		},
 		func(msg *nats.Msg, err *budgetprop.RefusedError) {
 			fmt.Printf("%s: expired (%s), queued %v\n", msg.Data, err.Reason(), err.Extraction.QueueTime)

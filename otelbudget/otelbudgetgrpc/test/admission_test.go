@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
@@ -36,7 +37,7 @@ func TestServerSpanLearnedRefusal(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	sopts, err := otelbudgetgrpc.ServerOptions(otelbudget.New(otelbudget.WithTracerProvider(tp)), []deadlinegrpc.ServerOption{
-		deadlinegrpc.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: lr, Estimator: live, Threshold: 0.05})})
+		deadlinegrpc.WithLearnedAdmission(admission.Learned{Recorder: lr, Estimator: live, Threshold: 0.05})})
 	require.NoError(t, err)
 	cc, stop := dial(t, "bufconn", sopts, nil)
 

@@ -102,14 +102,14 @@ func TestThreeHopsOverGRPCMetadata(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.True(t, atB.HasBudget)
-	require.True(t, atC.HasBudget)
-	assert.LessOrEqual(t, atB.Budget, 2*time.Second)
+	require.True(t, atB.HasSentBudget)
+	require.True(t, atC.HasSentBudget)
+	assert.LessOrEqual(t, atB.SentBudget, 2*time.Second)
 	// C got what B had left when it sent, rounded up: A's budget minus
 	// B's time, not what B received.
-	assert.GreaterOrEqual(t, atC.Budget, after)
-	assert.LessOrEqual(t, atC.Budget, before+time.Millisecond)
-	assert.LessOrEqual(t, atC.Budget, atB.Budget-200*time.Millisecond)
+	assert.GreaterOrEqual(t, atC.SentBudget, after)
+	assert.LessOrEqual(t, atC.SentBudget, before+time.Millisecond)
+	assert.LessOrEqual(t, atC.SentBudget, atB.SentBudget-200*time.Millisecond)
 	assert.False(t, atC.Refused())
 
 	// C's SERVER span carries the admission as an HTTP server span does.

@@ -15,6 +15,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
@@ -33,7 +34,7 @@ func TestServerSpanLearnedRefusal(t *testing.T) {
 	}
 	h := newHarness(t)
 	s := newSite(t, h, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") },
-		deadlinehttp.WithLearnedAdmission(deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05}),
+		deadlinehttp.WithLearnedAdmission(admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}),
 		deadlinehttp.WithRoute(func(*http.Request) string { return "api" }))
 	assert.Equal(t, http.StatusGatewayTimeout, s.get(t, h, context.Background(), "50"))
 	s.wait(t)

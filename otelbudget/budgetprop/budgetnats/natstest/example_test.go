@@ -49,7 +49,7 @@ func Example_handlerOverBroker() {
 	h, _ := budgetnats.Handler(context.Background(), consumer,
 		func(ctx context.Context, msg *nats.Msg) {
 			x, _ := budgetprop.FromContext(ctx)
-			done <- fmt.Sprintf("%s: handled, queued %v, about %v left", msg.Data, x.QueueTime, x.Admission.Budget.Round(100*time.Millisecond))
+			done <- fmt.Sprintf("%s: handled, queued %v, about %v left", msg.Data, x.QueueTime, x.Budget().Round(100*time.Millisecond))
 		},
 		func(msg *nats.Msg, err *budgetprop.RefusedError) {
 			done <- fmt.Sprintf("%s: expired (%s), queued %v", msg.Data, err.Reason(), err.Extraction.QueueTime)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop"
 	"github.com/deadlinebudget/budget/otelbudget/budgetprop/budgetnats"
 )
@@ -110,12 +111,12 @@ func TestCoreNATSQueueTime(t *testing.T) {
 			assert.Equal(t, tc.after, o.x.QueueTime)
 			if tc.handled {
 				assert.NoError(t, o.err)
-				assert.Equal(t, sent.Budget-tc.after, o.x.Admission.Budget)
+				assert.Equal(t, sent.SentBudget-tc.after, o.x.Admission.Budget)
 				assert.InDelta(t, 1500*time.Millisecond, o.x.Admission.Budget, float64(5*time.Millisecond))
 				return
 			}
 			require.ErrorIs(t, o.err, budgetprop.ErrRefused)
-			assert.Equal(t, deadline.RefusalSpent, o.x.Admission.Refusal)
+			assert.Equal(t, admission.RefusalSpent, o.x.Admission.Refusal)
 		})
 	}
 }
@@ -240,6 +241,6 @@ func TestJetStreamRealQueueTime(t *testing.T) {
 	// Charged at least the measured wait (the expiry is whole
 	// milliseconds: one of rounding), and never more than was sent.
 	assert.GreaterOrEqual(t, x.QueueTime, waited.Truncate(time.Millisecond)-time.Millisecond)
-	assert.LessOrEqual(t, x.Admission.Budget, sent.Budget-waited.Truncate(time.Millisecond)+time.Millisecond)
+	assert.LessOrEqual(t, x.Admission.Budget, sent.SentBudget-waited.Truncate(time.Millisecond)+time.Millisecond)
 	assert.Greater(t, x.Admission.Budget, time.Duration(0))
 }

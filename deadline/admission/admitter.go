@@ -1,4 +1,4 @@
-package deadline
+package admission
 
 import (
 	"context"
@@ -6,21 +6,24 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
 )
 
 // ServiceRecorder records how long a server's handler took for one call of
 // a route, in the form package deadline/learn records attempts: d is the
-// duration of a call that completed ([EndedCompleted]), or the budget a
-// call cut by its deadline had when it started ([EndedDeadline]); at is
+// duration of a call that completed ([deadline.EndedCompleted]), or the budget a
+// call cut by its deadline had when it started ([deadline.EndedDeadline]); at is
 // when it ended. *learn.Recorder implements it (its Record method).
 type ServiceRecorder interface {
-	Record(route string, ended EndedBy, d time.Duration, at time.Time)
+	Record(route string, ended deadline.EndedBy, d time.Duration, at time.Time)
 }
 
-// LearnedAdmission makes a server refuse, on arrival, a call whose budget
+// Learned makes a server refuse, on arrival, a call whose budget
 // is below what its route very likely needs, learned from the route's own
 // recent calls ([Admitter]). The server records every admitted call's
-// service time (the handler's duration, queue wait excluded) into
+// service time (the handler's duration, queue wait and the time the
+// transport gives [Ticket.Exclude] excluded) into
 // Recorder, and asks Estimator how likely a call of the route is to
 // complete within the budget it arrived with; below Threshold the call is
 // refused with [RefusalLearned] before the handler runs.
@@ -29,41 +32,41 @@ type ServiceRecorder interface {
 // answer for a route (fewer samples than it requires, or than MinSamples,
 // an unknown route, or a budget longer than anything it has seen when calls
 // were cut), only the fixed floor applies. Use a Recorder and the
-// [CompletionEstimator] of its live mode (package deadline/learn: a
+// [deadline.CompletionEstimator] of its live mode (package deadline/learn: a
 // *learn.Recorder and the *learn.Live its Live method returns), the
 // Recorder of its own: the server's routes are not the client's steps.
-type LearnedAdmission struct {
+type Learned struct {
 	// Recorder records each admitted call's service time under its route.
 	// Required.
 	Recorder ServiceRecorder
 	// Estimator estimates, from those records, the probability that a
 	// call of the route completes within a budget. Required.
-	Estimator CompletionEstimator
+	Estimator deadline.CompletionEstimator
 	// Threshold is the least probability of completing within its budget
 	// for which a call is admitted, e.g. 0.05. Must be in (0, 1).
 	Threshold float64
-	// MinSamples is the least [Estimate.Samples] an estimate must rest on
+	// MinSamples is the least [deadline.Estimate.Samples] an estimate must rest on
 	// to refuse anything; 0 leaves it to the estimator.
 	MinSamples uint64
 	// ProbeShare is the share, in [0, 1], of the calls the estimate would
-	// refuse that are admitted anyway, as probes ([Admission.Probe]), drawn
+	// refuse that are admitted anyway, as probes ([Decision.Probe]), drawn
 	// with math/rand/v2: without them a route whose estimate refuses every
 	// budget its callers send records nothing new, and the estimate never
 	// notices that the route became fast again. 0: no probes.
 	ProbeShare float64
 }
 
-// validate reports an invalid LearnedAdmission as a [*PolicyError].
-func (l *LearnedAdmission) validate() error {
+// validate reports an invalid Learned as a [*deadline.PolicyError].
+func (l *Learned) validate() error {
 	switch {
 	case l.Recorder == nil:
-		return &PolicyError{"LearnedAdmission.Recorder", "nil", "a ServiceRecorder (e.g. a *learn.Recorder)"}
+		return &deadline.PolicyError{Field: "admission.Learned.Recorder", Value: "nil", Allowed: "a ServiceRecorder (e.g. a *learn.Recorder)"}
 	case l.Estimator == nil:
-		return &PolicyError{"LearnedAdmission.Estimator", "nil", "a CompletionEstimator (e.g. the *learn.Live of the Recorder)"}
+		return &deadline.PolicyError{Field: "admission.Learned.Estimator", Value: "nil", Allowed: "a deadline.CompletionEstimator (e.g. the *learn.Live of the Recorder)"}
 	case math.IsNaN(l.Threshold) || l.Threshold <= 0 || l.Threshold >= 1:
-		return &PolicyError{"LearnedAdmission.Threshold", l.Threshold, "in (0, 1), e.g. 0.05"}
+		return &deadline.PolicyError{Field: "admission.Learned.Threshold", Value: l.Threshold, Allowed: "in (0, 1), e.g. 0.05"}
 	case math.IsNaN(l.ProbeShare) || l.ProbeShare < 0 || l.ProbeShare > 1:
-		return &PolicyError{"LearnedAdmission.ProbeShare", l.ProbeShare, "in [0, 1] (0: no probes)"}
+		return &deadline.PolicyError{Field: "admission.Learned.ProbeShare", Value: l.ProbeShare, Allowed: "in [0, 1] (0: no probes)"}
 	}
 	return nil
 }
@@ -71,7 +74,7 @@ func (l *LearnedAdmission) validate() error {
 // need returns the least budget with which a call of route completes with
 // a probability of at least the threshold, given that budget does (a
 // bisection of the estimator's answers, to about 1%).
-func (l *LearnedAdmission) need(route string, budget time.Duration) time.Duration {
+func (l *Learned) need(route string, budget time.Duration) time.Duration {
 	lo, hi := time.Duration(0), budget
 	for hi-lo > hi/128 && hi-lo > time.Microsecond {
 		mid := lo + (hi-lo)/2
@@ -84,23 +87,22 @@ func (l *LearnedAdmission) need(route string, budget time.Duration) time.Duratio
 	return hi
 }
 
-// AdmitterConfig configures [NewAdmitter].
-type AdmitterConfig struct {
-	// MaxBudget is the server's maximum (> 0) and Floor its floor (>= 0,
-	// below MaxBudget), as for [Admit].
-	MaxBudget, Floor time.Duration
+// Config configures [NewAdmitter].
+type Config struct {
+	// Limits are the server's maximum and floor, as for [Admit].
+	Limits Limits
 	// Learned, when not nil, adds admission by learned service time
-	// ([LearnedAdmission]). It is copied.
-	Learned *LearnedAdmission
+	// ([Learned]). It is copied.
+	Learned *Learned
 	// Queue, when not nil, bounds how many admitted calls run at once
-	// ([AdmissionQueue]); several Admitters may share one.
-	Queue *AdmissionQueue
+	// ([Queue]); several Admitters may share one.
+	Queue *Queue
 }
 
 // Admitter is a server's admission, configured once and used for every
 // call the server receives: the rule of [Admit] (inbound budget, maximum,
 // outer deadline, floor), then, when configured, the learned rule
-// ([LearnedAdmission]) and the bounded admission queue ([AdmissionQueue]).
+// ([Learned]) and the bounded admission queue ([Queue]).
 // Transports (deadlinehttp's middleware, deadlinegrpc's interceptors, and
 // next MCP and queue consumers) adapt this one piece: they read the inbound
 // budget, call [Admitter.Admit], answer a refusal in their own terms, run
@@ -108,24 +110,19 @@ type AdmitterConfig struct {
 //
 // It is safe for concurrent use.
 type Admitter struct {
-	max, floor time.Duration
-	learned    *LearnedAdmission
-	queue      *AdmissionQueue
+	limits  Limits
+	learned *Learned
+	queue   *Queue
 }
 
-// NewAdmitter checks c and returns its Admitter, or a [*PolicyError]
-// naming the first problem: MaxBudget <= 0, Floor < 0, a Floor at or above
-// MaxBudget, an invalid [LearnedAdmission].
-func NewAdmitter(c AdmitterConfig) (*Admitter, error) {
-	switch {
-	case c.MaxBudget <= 0:
-		return nil, &PolicyError{"AdmitterConfig.MaxBudget", c.MaxBudget, "> 0"}
-	case c.Floor < 0:
-		return nil, &PolicyError{"AdmitterConfig.Floor", c.Floor, ">= 0"}
-	case c.Floor >= c.MaxBudget:
-		return nil, &PolicyError{"AdmitterConfig.Floor", c.Floor, "below MaxBudget " + c.MaxBudget.String() + ", or every call is refused"}
+// NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
+// naming the first problem: invalid Limits ([Limits.Validate]), an invalid
+// [Learned].
+func NewAdmitter(c Config) (*Admitter, error) {
+	if err := c.Limits.Validate(); err != nil {
+		return nil, err
 	}
-	g := &Admitter{max: c.MaxBudget, floor: c.Floor, queue: c.Queue}
+	g := &Admitter{limits: c.Limits, queue: c.Queue}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {
 			return nil, err
@@ -137,18 +134,18 @@ func NewAdmitter(c AdmitterConfig) (*Admitter, error) {
 }
 
 // Queue returns the admission queue, nil when there is none.
-func (g *Admitter) Queue() *AdmissionQueue { return g.queue }
+func (g *Admitter) Queue() *Queue { return g.queue }
 
 // Admit decides one inbound call of route, on arrival: in is what the
 // caller sent, outer a deadline the call already runs under (the zero
 // Deadline for none), ctx the call's context (the inbound request's, before
 // the budget is applied).
 //
-// It applies [Admit]'s rule first. Then, with a [LearnedAdmission] and a
+// It applies [Admit]'s rule first. Then, with a [Learned] and a
 // non-empty route, it asks the estimator how likely a call of route is to
 // complete within the effective budget, and refuses it with
 // [RefusalLearned] below the threshold (unless drawn as a probe). Then,
-// with an [AdmissionQueue], it waits for a slot: while it waits, the call
+// with an [Queue], it waits for a slot: while it waits, the call
 // leaves the queue refused with [RefusalQueueTimeout] once what is left of
 // its budget could no longer cover what the route needs (the budget
 // learned to give the threshold's probability, or the floor when nothing
@@ -160,8 +157,8 @@ func (g *Admitter) Queue() *AdmissionQueue { return g.queue }
 // call's slot and records its service time. A refused call's Ticket is the
 // zero Ticket, on which Done does nothing. Without a queue, Admit never
 // blocks; with one it blocks only when every slot is taken.
-func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer Deadline) (Admission, Ticket) {
-	a := Admit(in, outer, g.max, g.floor)
+func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer deadline.Deadline) (Decision, Ticket) {
+	a := Admit(in, outer, g.limits)
 	if a.Refused() {
 		return a, Ticket{}
 	}
@@ -184,7 +181,7 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer De
 	t := Ticket{l: l, route: route, end: a.Deadline.End()}
 	if q := g.queue; q != nil {
 		if !q.tryAcquire() {
-			need := g.floor
+			need := g.limits.Floor
 			if a.Learned && !a.Probe {
 				need = max(need, l.need(route, a.Budget))
 			}
@@ -205,20 +202,35 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer De
 // admission queue, and the start of its service time. The zero Ticket
 // holds nothing.
 type Ticket struct {
-	l     *LearnedAdmission
-	q     *AdmissionQueue
+	l     *Learned
+	q     *Queue
 	route string
 	start time.Time
 	end   time.Time // the call's deadline
+	// excluded is time inside the call that is not service time.
+	excluded time.Duration
+}
+
+// Exclude takes d out of the service time that [Ticket.Done] records:
+// time the call spent waiting on its caller rather than working, such as
+// the Reads of a request body the client sends slowly (deadlinehttp
+// excludes them). What a client controls must not teach the server that a
+// route is slow: learned admission would then refuse the calls of every
+// other client. Call it before Done; d <= 0 does nothing, and so does
+// Exclude on the zero Ticket or after Done.
+func (t *Ticket) Exclude(d time.Duration) {
+	if d > 0 {
+		t.excluded += d
+	}
 }
 
 // Done ends the call's hold, once the handler has returned (returned true)
 // or panicked (false): it frees its slot in the queue, and records the
 // service time of a handler that returned. ctx is the context the handler
 // ran under: if it ended before the handler returned, the call is recorded
-// as cut by its deadline ([EndedDeadline], censored at the budget it had
-// when it started) or, canceled, not at all. Calls after the first do
-// nothing.
+// as cut by its deadline ([deadline.EndedDeadline], censored at the budget it had
+// when it started) or, canceled, not at all. Both durations are less the
+// time given to [Ticket.Exclude]. Calls after the first do nothing.
 func (t *Ticket) Done(ctx context.Context, returned bool) {
 	if t.q != nil {
 		t.q.release()
@@ -235,8 +247,10 @@ func (t *Ticket) Done(ctx context.Context, returned bool) {
 	now := time.Now()
 	switch err := ctx.Err(); {
 	case err == nil:
-		l.Recorder.Record(t.route, EndedCompleted, now.Sub(t.start), now)
+		l.Recorder.Record(t.route, deadline.EndedCompleted, max(now.Sub(t.start)-t.excluded, 0), now)
 	case errors.Is(err, context.DeadlineExceeded):
-		l.Recorder.Record(t.route, EndedDeadline, t.end.Sub(t.start), now)
+		// Cut after working for its budget less the excluded time: that
+		// is what it is known to need more than.
+		l.Recorder.Record(t.route, deadline.EndedDeadline, max(t.end.Sub(t.start)-t.excluded, 0), now)
 	}
 }

@@ -1,6 +1,10 @@
-package deadline
+package admission
 
-import "time"
+import (
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+)
 
 // Inbound is the budget a caller sent with one inbound call, as a transport
 // read it: a relative budget (an HTTP header, an MCP _meta field, a queue
@@ -20,32 +24,32 @@ type Inbound struct {
 	End time.Time
 }
 
-// AdmissionLimit says which limit set an admitted call's effective budget
-// ([Admission.Budget]). On a tie the inbound budget wins over the maximum,
+// Limit says which limit set an admitted call's effective budget
+// ([Decision.Budget]). On a tie the inbound budget wins over the maximum,
 // and either over the outer deadline.
-type AdmissionLimit uint8
+type Limit uint8
 
 const (
-	// AdmitByInbound: the caller's budget, at or below the maximum.
-	AdmitByInbound AdmissionLimit = iota + 1
-	// AdmitByMax: the server's maximum, because the inbound budget was
+	// ByInbound: the caller's budget, at or below the maximum.
+	ByInbound Limit = iota + 1
+	// ByMax: the server's maximum, because the inbound budget was
 	// larger, absent or unusable.
-	AdmitByMax
-	// AdmitByOuter: a deadline the call already ran under on arrival (an
+	ByMax
+	// ByOuter: a deadline the call already ran under on arrival (an
 	// outer layer's), which ends sooner than the other two. The call keeps
 	// that deadline.
-	AdmitByOuter
+	ByOuter
 )
 
 var admissionLimitNames = [...]string{
-	AdmitByInbound: "header",
-	AdmitByMax:     "max",
-	AdmitByOuter:   "context",
+	ByInbound: "header",
+	ByMax:     "max",
+	ByOuter:   "context",
 }
 
 // String returns the stable telemetry name: "header" (the inbound budget,
 // whatever carried it), "max" or "context".
-func (l AdmissionLimit) String() string {
+func (l Limit) String() string {
 	if l > 0 && int(l) < len(admissionLimitNames) {
 		return admissionLimitNames[l]
 	}
@@ -67,16 +71,16 @@ const (
 	// RefusalLearned: the effective budget was above the floor, but below
 	// what the route very likely needs: the route's learned service time
 	// says a call given this budget completes with a probability below the
-	// threshold ([LearnedAdmission]).
+	// threshold ([Learned]).
 	RefusalLearned
 	// RefusalQueueTimeout: the call waited in the admission queue
-	// ([AdmissionQueue]) until what was left of its budget could no longer
+	// ([Queue]) until what was left of its budget could no longer
 	// cover what the route needs (the learned service time, else the
 	// floor), or until its request ended: it left the queue without
 	// starting.
 	RefusalQueueTimeout
 	// RefusalQueueFull: the admission queue held as many waiting calls as
-	// it may ([AdmissionQueue]): the server is overloaded, whatever the
+	// it may ([Queue]): the server is overloaded, whatever the
 	// budget. Unlike the others it says nothing about the budget: a
 	// transport answers it as overload (HTTP 503, gRPC RESOURCE_EXHAUSTED),
 	// without the refusal marker.
@@ -111,13 +115,14 @@ func (r Refusal) String() string {
 	return "unknown"
 }
 
-// Admission is the server side's one rule, shared by every transport that
-// receives a budget: the effective budget is the smallest of the inbound
+// Decision is what the server side's one rule decided for one inbound call
+// ([Admit], [Admitter.Admit]), the rule every transport that receives a
+// budget shares: the effective budget is the smallest of the inbound
 // budget (when present), the server's maximum and an outer deadline (when
 // one exists), never below 0; at 0 the call is refused as spent, at or
 // below the floor as unable to finish. It is a plain value, measured at
 // one instant on arrival.
-type Admission struct {
+type Decision struct {
 	// Inbound is what the caller sent (its Budget as measured on arrival,
 	// negative when its End had already passed).
 	Inbound Inbound
@@ -131,28 +136,28 @@ type Admission struct {
 	// Budget is the effective budget.
 	Budget time.Duration
 	// Limit says which of the three set Budget.
-	Limit AdmissionLimit
+	Limit Limit
 	// Floor is the server's floor.
 	Floor time.Duration
 	// Refusal says whether the call was refused, and why.
 	Refusal Refusal
 	// Deadline is the deadline an admitted call runs under: the outer one
 	// when it bound, else arrival + Budget. It is set when refused too.
-	Deadline Deadline
+	Deadline deadline.Deadline
 
 	// The rest is set by an [Admitter] only ([Admit] leaves it zero).
 
 	// Learned reports that the route's learned service time was consulted
-	// ([LearnedAdmission]): the estimator had an estimate for the budget,
+	// ([Learned]): the estimator had an estimate for the budget,
 	// resting on enough samples. Estimate is that estimate: the
 	// probability that a call of the route completes within Budget.
 	Learned  bool
-	Estimate Estimate
+	Estimate deadline.Estimate
 	// Probe reports that the estimate was below the threshold but the call
-	// was admitted anyway, as a probe ([LearnedAdmission.ProbeShare]).
+	// was admitted anyway, as a probe ([Learned.ProbeShare]).
 	Probe bool
 	// Queued reports that the call waited in the admission queue
-	// ([AdmissionQueue]); QueueWait is how long, until it got a slot or
+	// ([Queue]); QueueWait is how long, until it got a slot or
 	// left the queue refused. A call refused on arrival, the queue full or
 	// its request already ended, did not wait.
 	Queued    bool
@@ -160,31 +165,32 @@ type Admission struct {
 }
 
 // Refused reports whether the call was refused.
-func (a Admission) Refused() bool { return a.Refusal != RefusalNone }
+func (a Decision) Refused() bool { return a.Refusal != RefusalNone }
 
 // Admit applies the admission rule to one inbound call on arrival: in is
 // what the caller sent, outer a deadline the call already runs under (the
-// zero Deadline for none), maxBudget the server's maximum (> 0) and floor
-// its floor (>= 0). It reads the clock once. Transports validate maxBudget
-// and floor when they are built; Admit itself never fails: a maxBudget of 0
-// or less admits nothing (every call is refused as spent).
-func Admit(in Inbound, outer Deadline, maxBudget, floor time.Duration) Admission {
+// zero Deadline for none), l the server's maximum and floor. It is
+// measured on arrival. Transports validate l when they are built
+// ([Limits.Validate]); Admit itself never fails: a MaxBudget of 0 or less
+// admits nothing (every call is refused as spent).
+func Admit(in Inbound, outer deadline.Deadline, l Limits) Decision {
+	maxBudget, floor := l.MaxBudget, l.Floor
 	now := time.Now()
-	a := Admission{Inbound: in, MaxBudget: maxBudget, Floor: floor, Budget: maxBudget, Limit: AdmitByMax}
+	a := Decision{Inbound: in, MaxBudget: maxBudget, Floor: floor, Budget: maxBudget, Limit: ByMax}
 	var end time.Time
 	if in.Present {
 		if !in.End.IsZero() {
 			a.Inbound.Budget = in.End.Sub(now)
 		}
 		if a.Inbound.Budget <= a.Budget {
-			a.Budget, a.Limit = a.Inbound.Budget, AdmitByInbound
+			a.Budget, a.Limit = a.Inbound.Budget, ByInbound
 			end = in.End
 		}
 	}
 	if !outer.IsZero() {
-		a.HasOuter, a.OuterRemaining = true, outer.end.Sub(now)
+		a.HasOuter, a.OuterRemaining = true, outer.End().Sub(now)
 		if a.OuterRemaining < a.Budget {
-			a.Budget, a.Limit = a.OuterRemaining, AdmitByOuter
+			a.Budget, a.Limit = a.OuterRemaining, ByOuter
 		}
 	}
 	a.Budget = max(a.Budget, 0)
@@ -195,12 +201,12 @@ func Admit(in Inbound, outer Deadline, maxBudget, floor time.Duration) Admission
 		a.Refusal = RefusalFloor
 	}
 	switch {
-	case a.Limit == AdmitByOuter:
+	case a.Limit == ByOuter:
 		a.Deadline = outer
 	case !end.IsZero():
-		a.Deadline = Deadline{end: end, budget: end.Sub(now)}
+		a.Deadline = deadline.At(end)
 	default:
-		a.Deadline = Deadline{end: now.Add(a.Budget), budget: a.Budget}
+		a.Deadline = deadline.New(a.Budget)
 	}
 	return a
 }

@@ -1,4 +1,4 @@
-package deadline_test
+package admission_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
@@ -88,20 +89,20 @@ func TestAdmitterLearned(t *testing.T) {
 		budget  time.Duration
 		min     uint64
 		thresh  float64 // 0: 0.05
-		refusal deadline.Refusal
+		refusal admission.Refusal
 		learned bool
 		p       float64
 	}{
-		{"below what the route needs: refused", route, 90, 50 * time.Millisecond, 0, 0, deadline.RefusalLearned, true, 0},
-		{"just below: refused", route, 90, 100*time.Millisecond - 1, 0, 0, deadline.RefusalLearned, true, 0},
-		{"at what it needs: admitted", route, 90, 100 * time.Millisecond, 0, 0, deadline.RefusalNone, true, 0.9},
-		{"between the two: admitted", route, 90, 150 * time.Millisecond, 0, 0, deadline.RefusalNone, true, 0.9},
-		{"90% is below a 95% threshold", route, 90, 150 * time.Millisecond, 0, 0.95, deadline.RefusalLearned, true, 0.9},
-		{"too few samples: as without it", route, 5, 50 * time.Millisecond, 0, 0, deadline.RefusalNone, false, 0},
-		{"fewer than MinSamples: as without it", route, 90, 50 * time.Millisecond, 1000, 0, deadline.RefusalNone, false, 0},
-		{"another route has no estimate", "GET /other", 90, 50 * time.Millisecond, 0, 0, deadline.RefusalNone, false, 0},
-		{"an unnamed route is not learned", "", 90, 50 * time.Millisecond, 0, 0, deadline.RefusalNone, false, 0},
-		{"the floor refuses first", route, 90, 10 * time.Millisecond, 0, 0, deadline.RefusalFloor, false, 0},
+		{"below what the route needs: refused", route, 90, 50 * time.Millisecond, 0, 0, admission.RefusalLearned, true, 0},
+		{"just below: refused", route, 90, 100*time.Millisecond - 1, 0, 0, admission.RefusalLearned, true, 0},
+		{"at what it needs: admitted", route, 90, 100 * time.Millisecond, 0, 0, admission.RefusalNone, true, 0.9},
+		{"between the two: admitted", route, 90, 150 * time.Millisecond, 0, 0, admission.RefusalNone, true, 0.9},
+		{"90% is below a 95% threshold", route, 90, 150 * time.Millisecond, 0, 0.95, admission.RefusalLearned, true, 0.9},
+		{"too few samples: as without it", route, 5, 50 * time.Millisecond, 0, 0, admission.RefusalNone, false, 0},
+		{"fewer than MinSamples: as without it", route, 90, 50 * time.Millisecond, 1000, 0, admission.RefusalNone, false, 0},
+		{"another route has no estimate", "GET /other", 90, 50 * time.Millisecond, 0, 0, admission.RefusalNone, false, 0},
+		{"an unnamed route is not learned", "", 90, 50 * time.Millisecond, 0, 0, admission.RefusalNone, false, 0},
+		{"the floor refuses first", route, 90, 10 * time.Millisecond, 0, 0, admission.RefusalFloor, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,12 +111,12 @@ func TestAdmitterLearned(t *testing.T) {
 				if tt.thresh == 0 {
 					tt.thresh = 0.05
 				}
-				g, err := deadline.NewAdmitter(deadline.AdmitterConfig{
-					MaxBudget: time.Second, Floor: 10 * time.Millisecond,
-					Learned: &deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: tt.thresh, MinSamples: tt.min},
+				g, err := admission.NewAdmitter(admission.Config{
+					Limits:  admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond},
+					Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: tt.thresh, MinSamples: tt.min},
 				})
 				require.NoError(t, err)
-				a, tk := g.Admit(t.Context(), tt.route, deadline.Inbound{Present: true, Budget: tt.budget}, deadline.Deadline{})
+				a, tk := g.Admit(t.Context(), tt.route, admission.Inbound{Present: true, Budget: tt.budget}, deadline.Deadline{})
 				assert.Equal(t, tt.refusal, a.Refusal, "refusal %s", a.Refusal)
 				assert.Equal(t, tt.learned, a.Learned)
 				assert.InDelta(t, tt.p, a.Estimate.P, 1e-9)
@@ -130,13 +131,13 @@ func TestAdmitterLearned(t *testing.T) {
 func TestAdmitterProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := learned("r", 90)
-		g, err := deadline.NewAdmitter(deadline.AdmitterConfig{
-			MaxBudget: time.Second,
-			Learned:   &deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: 0.05, ProbeShare: 1},
+		g, err := admission.NewAdmitter(admission.Config{
+			Limits:  admission.Limits{MaxBudget: time.Second},
+			Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05, ProbeShare: 1},
 		})
 		require.NoError(t, err)
-		a, tk := g.Admit(t.Context(), "r", deadline.Inbound{Present: true, Budget: 50 * time.Millisecond}, deadline.Deadline{})
-		assert.Equal(t, deadline.RefusalNone, a.Refusal)
+		a, tk := g.Admit(t.Context(), "r", admission.Inbound{Present: true, Budget: 50 * time.Millisecond}, deadline.Deadline{})
+		assert.Equal(t, admission.RefusalNone, a.Refusal)
 		assert.True(t, a.Probe, "admitted as a probe")
 		assert.True(t, a.Learned)
 		time.Sleep(30 * time.Millisecond)
@@ -151,17 +152,17 @@ func TestAdmitterProbe(t *testing.T) {
 // censored at the budget it had when it started; nothing for a canceled
 // call or a panic; once.
 func TestTicketRecords(t *testing.T) {
-	newAdmitter := func(t *testing.T, st *serviceTimes) *deadline.Admitter {
-		q, err := deadline.NewAdmissionQueue(1, 10)
+	newAdmitter := func(t *testing.T, st *serviceTimes) *admission.Admitter {
+		q, err := admission.NewQueue(1, 10)
 		require.NoError(t, err)
-		g, err := deadline.NewAdmitter(deadline.AdmitterConfig{
-			MaxBudget: time.Second, Queue: q,
-			Learned: &deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: 0.05},
+		g, err := admission.NewAdmitter(admission.Config{
+			Limits: admission.Limits{MaxBudget: time.Second}, Queue: q,
+			Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05},
 		})
 		require.NoError(t, err)
 		return g
 	}
-	in := deadline.Inbound{Present: true, Budget: 500 * time.Millisecond}
+	in := admission.Inbound{Present: true, Budget: 500 * time.Millisecond}
 
 	t.Run("completed, after waiting", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -199,6 +200,26 @@ func TestTicketRecords(t *testing.T) {
 			assert.Equal(t, []time.Duration{500 * time.Millisecond}, cut, "censored at the budget it started with")
 		})
 	})
+	t.Run("excluded time taken out", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			st := &serviceTimes{}
+			g := newAdmitter(t, st)
+			_, tk := g.Admit(t.Context(), "r", in, deadline.Deadline{})
+			time.Sleep(300 * time.Millisecond)
+			tk.Exclude(250 * time.Millisecond) // e.g. reading a slow body
+			tk.Exclude(-time.Second)           // ignored
+			tk.Done(t.Context(), true)
+			a, tk := g.Admit(t.Context(), "r", in, deadline.Deadline{})
+			ctx, cancel := a.Deadline.Scope(t.Context())
+			defer cancel()
+			<-ctx.Done()
+			tk.Exclude(200 * time.Millisecond)
+			tk.Done(ctx, true)
+			got, cut := st.records("r")
+			assert.Equal(t, []time.Duration{50 * time.Millisecond}, got)
+			assert.Equal(t, []time.Duration{300 * time.Millisecond}, cut, "censored at what it worked: its budget less the excluded time")
+		})
+	})
 	t.Run("canceled or panicked: not recorded, slot freed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			st := &serviceTimes{}
@@ -221,32 +242,32 @@ func TestTicketRecords(t *testing.T) {
 
 func TestNewAdmitterErrors(t *testing.T) {
 	st := &serviceTimes{}
-	ok := deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: 0.05}
-	with := func(f func(*deadline.LearnedAdmission)) *deadline.LearnedAdmission {
+	ok := admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05}
+	with := func(f func(*admission.Learned)) *admission.Learned {
 		l := ok
 		f(&l)
 		return &l
 	}
 	tests := []struct {
 		name  string
-		c     deadline.AdmitterConfig
+		c     admission.Config
 		field string
 	}{
-		{"max 0", deadline.AdmitterConfig{}, "AdmitterConfig.MaxBudget"},
-		{"floor < 0", deadline.AdmitterConfig{MaxBudget: time.Second, Floor: -1}, "AdmitterConfig.Floor"},
-		{"floor = max", deadline.AdmitterConfig{MaxBudget: time.Second, Floor: time.Second}, "AdmitterConfig.Floor"},
-		{"no recorder", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.Recorder = nil })}, "LearnedAdmission.Recorder"},
-		{"no estimator", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.Estimator = nil })}, "LearnedAdmission.Estimator"},
-		{"threshold 0", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.Threshold = 0 })}, "LearnedAdmission.Threshold"},
-		{"threshold 1", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.Threshold = 1 })}, "LearnedAdmission.Threshold"},
-		{"threshold NaN", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.Threshold = math.NaN() })}, "LearnedAdmission.Threshold"},
-		{"probe share < 0", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.ProbeShare = -0.1 })}, "LearnedAdmission.ProbeShare"},
-		{"probe share > 1", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.ProbeShare = 1.5 })}, "LearnedAdmission.ProbeShare"},
-		{"probe share NaN", deadline.AdmitterConfig{MaxBudget: time.Second, Learned: with(func(l *deadline.LearnedAdmission) { l.ProbeShare = math.NaN() })}, "LearnedAdmission.ProbeShare"},
+		{"max 0", admission.Config{}, "WithMaxBudget"},
+		{"floor < 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: -1}}, "WithFloor"},
+		{"floor = max", admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: time.Second}}, "WithFloor"},
+		{"no recorder", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Recorder = nil })}, "admission.Learned.Recorder"},
+		{"no estimator", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Estimator = nil })}, "admission.Learned.Estimator"},
+		{"threshold 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = 0 })}, "admission.Learned.Threshold"},
+		{"threshold 1", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = 1 })}, "admission.Learned.Threshold"},
+		{"threshold NaN", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.Threshold = math.NaN() })}, "admission.Learned.Threshold"},
+		{"probe share < 0", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = -0.1 })}, "admission.Learned.ProbeShare"},
+		{"probe share > 1", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = 1.5 })}, "admission.Learned.ProbeShare"},
+		{"probe share NaN", admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: with(func(l *admission.Learned) { l.ProbeShare = math.NaN() })}, "admission.Learned.ProbeShare"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := deadline.NewAdmitter(tt.c)
+			g, err := admission.NewAdmitter(tt.c)
 			assert.Nil(t, g)
 			pe, isPE := errors.AsType[*deadline.PolicyError](err)
 			require.True(t, isPE, "%v", err)
@@ -254,30 +275,30 @@ func TestNewAdmitterErrors(t *testing.T) {
 			assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 		})
 	}
-	g, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: time.Second, Learned: &ok})
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.Limits{MaxBudget: time.Second}, Learned: &ok})
 	require.NoError(t, err)
 	assert.NotNil(t, g)
 
 	for _, lb := range [][2]int{{0, 1}, {-1, 1}, {1, -1}} {
-		q, err := deadline.NewAdmissionQueue(lb[0], lb[1])
+		q, err := admission.NewQueue(lb[0], lb[1])
 		assert.Nil(t, q)
 		assert.ErrorIs(t, err, deadline.ErrInvalidPolicy, "limit %d, backlog %d", lb[0], lb[1])
 	}
 }
 
 func TestRefusalNames(t *testing.T) {
-	for r, want := range map[deadline.Refusal]string{
-		deadline.RefusalNone: "none", deadline.RefusalSpent: "spent", deadline.RefusalFloor: "floor",
-		deadline.RefusalLearned: "learned", deadline.RefusalQueueTimeout: "queue_timeout", deadline.RefusalQueueFull: "queue_full",
-		deadline.Refusal(99): "unknown",
+	for r, want := range map[admission.Refusal]string{
+		admission.RefusalNone: "none", admission.RefusalSpent: "spent", admission.RefusalFloor: "floor",
+		admission.RefusalLearned: "learned", admission.RefusalQueueTimeout: "queue_timeout", admission.RefusalQueueFull: "queue_full",
+		admission.Refusal(99): "unknown",
 	} {
 		assert.Equal(t, want, r.String())
 	}
-	assert.Equal(t, deadline.Refusal(2), deadline.RefusalFloor, "the numbering is kept")
-	for _, r := range []deadline.Refusal{deadline.RefusalSpent, deadline.RefusalFloor, deadline.RefusalLearned, deadline.RefusalQueueTimeout} {
+	assert.Equal(t, admission.Refusal(2), admission.RefusalFloor, "the numbering is kept")
+	for _, r := range []admission.Refusal{admission.RefusalSpent, admission.RefusalFloor, admission.RefusalLearned, admission.RefusalQueueTimeout} {
 		assert.True(t, r.Budget(), r.String())
 	}
-	for _, r := range []deadline.Refusal{deadline.RefusalNone, deadline.RefusalQueueFull, deadline.Refusal(99)} {
+	for _, r := range []admission.Refusal{admission.RefusalNone, admission.RefusalQueueFull, admission.Refusal(99)} {
 		assert.False(t, r.Budget(), r.String())
 	}
 }
@@ -296,14 +317,14 @@ func TestAdmitterProbesFollowARecoveringRoute(t *testing.T) {
 				for range 40 { // the route was slow
 					rec.Record("r", deadline.EndedCompleted, 100*time.Millisecond, time.Now())
 				}
-				g, err := deadline.NewAdmitter(deadline.AdmitterConfig{MaxBudget: time.Second,
-					Learned: &deadline.LearnedAdmission{Recorder: rec, Estimator: live, Threshold: 0.05, ProbeShare: share}})
+				g, err := admission.NewAdmitter(admission.Config{Limits: admission.Limits{MaxBudget: time.Second},
+					Learned: &admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05, ProbeShare: share}})
 				require.NoError(t, err)
 				recovered, probes := -1, 0
 				for i := range 300 { // now it takes 10ms; callers send 50ms
 					a, tk := g.Admit(t.Context(), "r", budget(50*time.Millisecond), deadline.Deadline{})
 					if a.Refused() {
-						require.Equal(t, deadline.RefusalLearned, a.Refusal)
+						require.Equal(t, admission.RefusalLearned, a.Refusal)
 						continue
 					}
 					if a.Probe {

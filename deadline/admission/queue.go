@@ -1,17 +1,19 @@
-package deadline
+package admission
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
 )
 
-// LIFOAfter is how long an [AdmissionQueue] must have held waiting calls
+// LIFOAfter is how long an [Queue] must have held waiting calls
 // without a break before it serves the newest first: CoDel's interval, as
 // Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015).
 const LIFOAfter = 100 * time.Millisecond
 
-// AdmissionQueue bounds how many admitted calls a server runs at once
+// Queue bounds how many admitted calls a server runs at once
 // (limit) and how many may wait for a slot (backlog). [Admitter] uses it:
 // a call that finds every slot taken waits, and leaves without starting
 // ([RefusalQueueTimeout]) once what is left of its budget could no longer
@@ -52,7 +54,7 @@ const LIFOAfter = 100 * time.Millisecond
 // It is safe for concurrent use. A waiting call is the caller's own
 // goroutine, blocked until it gets a slot or leaves; the queue starts no
 // goroutine.
-type AdmissionQueue struct {
+type Queue struct {
 	limit, backlog int
 
 	mu         sync.Mutex
@@ -72,35 +74,35 @@ type waiter struct {
 	refusal    Refusal // when decided: RefusalNone is a slot
 }
 
-// NewAdmissionQueue returns a queue that runs at most limit calls at once
+// NewQueue returns a queue that runs at most limit calls at once
 // (> 0) and lets at most backlog calls wait (>= 0; 0: a call that finds
 // every slot taken is refused at once). Other values return a
-// [*PolicyError].
-func NewAdmissionQueue(limit, backlog int) (*AdmissionQueue, error) {
+// [*deadline.PolicyError].
+func NewQueue(limit, backlog int) (*Queue, error) {
 	switch {
 	case limit <= 0:
-		return nil, &PolicyError{"AdmissionQueue limit", limit, "> 0 calls at once"}
+		return nil, &deadline.PolicyError{Field: "admission.NewQueue limit", Value: limit, Allowed: "> 0 calls at once"}
 	case backlog < 0:
-		return nil, &PolicyError{"AdmissionQueue backlog", backlog, ">= 0 waiting calls (0: none wait)"}
+		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	return &AdmissionQueue{limit: limit, backlog: backlog}, nil
+	return &Queue{limit: limit, backlog: backlog}, nil
 }
 
 // Limit returns how many calls the queue runs at once.
-func (q *AdmissionQueue) Limit() int { return q.limit }
+func (q *Queue) Limit() int { return q.limit }
 
 // Backlog returns how many calls may wait.
-func (q *AdmissionQueue) Backlog() int { return q.backlog }
+func (q *Queue) Backlog() int { return q.backlog }
 
 // Len returns how many calls run and how many wait, now.
-func (q *AdmissionQueue) Len() (running, waiting int) {
+func (q *Queue) Len() (running, waiting int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.running, q.waiting
 }
 
 // tryAcquire takes a slot if one is free and nobody waits for one.
-func (q *AdmissionQueue) tryAcquire() bool {
+func (q *Queue) tryAcquire() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.running < q.limit && q.waiting == 0 {
@@ -113,7 +115,7 @@ func (q *AdmissionQueue) tryAcquire() bool {
 // wait waits for a slot for a call that must start before lastStart, or
 // until ctx ends. It returns whether the call waited in the queue, how
 // long, and RefusalNone with a slot taken, or the refusal.
-func (q *AdmissionQueue) wait(ctx context.Context, lastStart time.Time) (bool, time.Duration, Refusal) {
+func (q *Queue) wait(ctx context.Context, lastStart time.Time) (bool, time.Duration, Refusal) {
 	start := time.Now()
 	q.mu.Lock()
 	switch {
@@ -160,7 +162,7 @@ func (q *AdmissionQueue) wait(ctx context.Context, lastStart time.Time) (bool, t
 
 // release frees a slot, handing it to a waiting call if one can still
 // start.
-func (q *AdmissionQueue) release() {
+func (q *Queue) release() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.handOff()
@@ -169,7 +171,7 @@ func (q *AdmissionQueue) release() {
 // handOff gives the caller's slot to the next waiting call in the queue's
 // order, refusing on the way those that can no longer start in time, or
 // frees it. Under the lock.
-func (q *AdmissionQueue) handOff() {
+func (q *Queue) handOff() {
 	now := time.Now()
 	for q.head != nil {
 		w := q.head
@@ -188,18 +190,18 @@ func (q *AdmissionQueue) handOff() {
 
 // lifo reports whether the queue serves the newest first: it has held
 // waiting calls without a break for LIFOAfter.
-func (q *AdmissionQueue) lifo(now time.Time) bool {
+func (q *Queue) lifo(now time.Time) bool {
 	return q.waiting > 0 && now.Sub(q.busySince) >= LIFOAfter
 }
 
 // decide removes w from the list and wakes it with r.
-func (q *AdmissionQueue) decide(w *waiter, r Refusal) {
+func (q *Queue) decide(w *waiter, r Refusal) {
 	q.remove(w)
 	w.decided, w.refusal = true, r
 	close(w.ready)
 }
 
-func (q *AdmissionQueue) push(w *waiter, now time.Time) {
+func (q *Queue) push(w *waiter, now time.Time) {
 	if q.tail == nil {
 		q.head, q.busySince = w, now
 	} else {
@@ -209,7 +211,7 @@ func (q *AdmissionQueue) push(w *waiter, now time.Time) {
 	q.waiting++
 }
 
-func (q *AdmissionQueue) remove(w *waiter) {
+func (q *Queue) remove(w *waiter) {
 	if w.prev != nil {
 		w.prev.next = w.next
 	} else {

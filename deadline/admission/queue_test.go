@@ -1,4 +1,4 @@
-package deadline_test
+package admission_test
 
 import (
 	"context"
@@ -12,36 +12,37 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // queued returns an Admitter with a queue of limit slots and backlog
 // waiting calls, a 1s maximum and a 10ms floor, and st's learned service
 // times when st is not nil.
-func queued(t *testing.T, limit, backlog int, st *serviceTimes) *deadline.Admitter {
+func queued(t *testing.T, limit, backlog int, st *serviceTimes) *admission.Admitter {
 	t.Helper()
-	q, err := deadline.NewAdmissionQueue(limit, backlog)
+	q, err := admission.NewQueue(limit, backlog)
 	require.NoError(t, err)
-	c := deadline.AdmitterConfig{MaxBudget: time.Second, Floor: 10 * time.Millisecond, Queue: q}
+	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Queue: q}
 	if st != nil {
-		c.Learned = &deadline.LearnedAdmission{Recorder: st, Estimator: st, Threshold: 0.05}
+		c.Learned = &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05}
 	}
-	g, err := deadline.NewAdmitter(c)
+	g, err := admission.NewAdmitter(c)
 	require.NoError(t, err)
 	return g
 }
 
-func budget(d time.Duration) deadline.Inbound { return deadline.Inbound{Present: true, Budget: d} }
+func budget(d time.Duration) admission.Inbound { return admission.Inbound{Present: true, Budget: d} }
 
 // outcome is what one call got from the queue, and when.
 type outcome struct {
-	a  deadline.Admission
-	tk deadline.Ticket
+	a  admission.Decision
+	tk admission.Ticket
 	at time.Duration // since the test's start
 }
 
 // arrive starts a call of route with budget b on its own goroutine, and
 // returns where its outcome will be.
-func arrive(ctx context.Context, g *deadline.Admitter, wg *sync.WaitGroup, b time.Duration) *outcome {
+func arrive(ctx context.Context, g *admission.Admitter, wg *sync.WaitGroup, b time.Duration) *outcome {
 	o := &outcome{}
 	start := time.Now()
 	wg.Go(func() {
@@ -115,7 +116,7 @@ func TestQueueLeavesWhenItCannotFinish(t *testing.T) {
 				holder := arrive(t.Context(), g, &wg, time.Second)
 				waiter := arrive(t.Context(), g, &wg, 300*time.Millisecond)
 				wg.Wait()
-				assert.Equal(t, deadline.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
+				assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
 				assert.InDelta(t, float64(tt.leave), float64(waiter.at), float64(2*time.Millisecond), "left at %v", waiter.at)
 				assert.Equal(t, waiter.at, waiter.a.QueueWait)
 				_, waiting := g.Queue().Len()
@@ -138,7 +139,7 @@ func TestQueueLeavesWhenTheRequestEnds(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		cancel()
 		wg.Wait()
-		assert.Equal(t, deadline.RefusalQueueTimeout, waiter.a.Refusal)
+		assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal)
 		assert.Equal(t, 5*time.Millisecond, waiter.at, "at once")
 		_, waiting := g.Queue().Len()
 		assert.Zero(t, waiting)
@@ -147,7 +148,7 @@ func TestQueueLeavesWhenTheRequestEnds(t *testing.T) {
 		// A canceled request that finds every slot taken does not wait.
 		holder = arrive(t.Context(), g, &wg, time.Second)
 		a, _ := g.Admit(ctx, "r", budget(time.Second), deadline.Deadline{})
-		assert.Equal(t, deadline.RefusalQueueTimeout, a.Refusal)
+		assert.Equal(t, admission.RefusalQueueTimeout, a.Refusal)
 		holder.tk.Done(t.Context(), true)
 		wg.Wait()
 	})
@@ -160,7 +161,7 @@ func TestQueueFull(t *testing.T) {
 		holder := arrive(t.Context(), g, &wg, time.Second)
 		waiter := arrive(t.Context(), g, &wg, time.Second)
 		a, _ := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
-		assert.Equal(t, deadline.RefusalQueueFull, a.Refusal, "FIFO: the newcomer is refused")
+		assert.Equal(t, admission.RefusalQueueFull, a.Refusal, "FIFO: the newcomer is refused")
 		assert.False(t, a.Queued, "refused on arrival: it did not wait")
 		assert.Zero(t, a.QueueWait)
 		holder.tk.Done(t.Context(), true)
@@ -173,7 +174,7 @@ func TestQueueFull(t *testing.T) {
 		var wg sync.WaitGroup
 		holder := arrive(t.Context(), g, &wg, time.Second)
 		a, _ := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
-		assert.Equal(t, deadline.RefusalQueueFull, a.Refusal, "no backlog: nobody waits")
+		assert.Equal(t, admission.RefusalQueueFull, a.Refusal, "no backlog: nobody waits")
 		holder.tk.Done(t.Context(), true)
 		wg.Wait()
 	})
@@ -187,8 +188,8 @@ func TestQueueOrder(t *testing.T) {
 		release time.Duration // after the first waiter arrived
 		first   int           // the waiter served first
 	}{
-		{"short queue: FIFO", deadline.LIFOAfter - 10*time.Millisecond, 0},
-		{"standing queue: LIFO", deadline.LIFOAfter, 2},
+		{"short queue: FIFO", admission.LIFOAfter - 10*time.Millisecond, 0},
+		{"standing queue: LIFO", admission.LIFOAfter, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -235,10 +236,10 @@ func TestQueueFullLIFOEvictsTheOldest(t *testing.T) {
 		oldest := arrive(t.Context(), g, &wg, time.Second)
 		time.Sleep(10 * time.Millisecond)
 		middle := arrive(t.Context(), g, &wg, time.Second)
-		time.Sleep(deadline.LIFOAfter)
+		time.Sleep(admission.LIFOAfter)
 		newest := arrive(t.Context(), g, &wg, time.Second)
-		assert.Equal(t, deadline.RefusalQueueFull, oldest.a.Refusal)
-		assert.Equal(t, deadline.LIFOAfter+10*time.Millisecond, oldest.a.QueueWait)
+		assert.Equal(t, admission.RefusalQueueFull, oldest.a.Refusal)
+		assert.Equal(t, admission.LIFOAfter+10*time.Millisecond, oldest.a.QueueWait)
 		holder.tk.Done(t.Context(), true)
 		synctest.Wait()
 		assert.False(t, newest.a.Refused(), "the newest is served first")
