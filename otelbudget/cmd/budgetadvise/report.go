@@ -269,6 +269,10 @@ func blockedBudget(rep report) string {
 		switch {
 		case errors.As(s.err, &ne):
 			return fmt.Sprintf("%s has %d of the %d attempts a suggestion needs; record more runs", s.Step, ne.Samples, ne.Min)
+		case s.Censored && s.DeadlineCuts > s.CeilingTimeouts:
+			return fmt.Sprintf("%s's attempts were cut by the run's deadline too often (%.1f%%, more than %.3g%%) to know its p%g: "+
+				"its tail is above those cuts (up to %s); runs with a larger budget would show it", s.Step, 100*s.CensoredShare,
+				100*(1-s.sug.Quantile), 100*s.sug.Quantile, fmtMs(s.RaiseAboveMs))
 		case s.Censored:
 			return fmt.Sprintf("%s's attempts were cut at its %s ceiling too often (%.1f%%) to know its p%g: raise its ceiling above %s "+
 				"(or record a learning run with the ceilings opened to the budget)", s.Step, fmtMs(s.CurrentCeilingMs), 100*s.CensoredShare, 100*s.sug.Quantile, fmtMs(s.RaiseAboveMs))
@@ -392,6 +396,9 @@ func shortNoSuggestion(s stepReport) string {
 	switch {
 	case errors.As(s.err, &ne):
 		return fmt.Sprintf("%d of the %d attempts needed", ne.Samples, ne.Min)
+	case s.Censored && s.DeadlineCuts > s.CeilingTimeouts:
+		return fmt.Sprintf("%.1f%% of the attempts were cut by the run's deadline, more than 1 − %g, so p%g is above the cuts (up to %s): runs with a larger budget would show it",
+			100*s.CensoredShare, s.sug.Quantile, 100*s.sug.Quantile, fmtMs(s.RaiseAboveMs))
 	case s.Censored:
 		return fmt.Sprintf("%.1f%% of the attempts were cut, more than 1 − %g, so p%g is above the cut: raise the ceiling above %s",
 			100*s.CensoredShare, s.sug.Quantile, 100*s.sug.Quantile, fmtMs(s.RaiseAboveMs))

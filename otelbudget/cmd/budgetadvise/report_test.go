@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"math"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func traceHex(r genRun, id uint64) string {
 var tagRE = regexp.MustCompile(`<[^>]*>`)
 
 // text is html without its tags.
-func text(html string) string { return tagRE.ReplaceAllString(html, "") }
+func text(s string) string { return html.UnescapeString(tagRE.ReplaceAllString(s, "")) }
 
 // The refusal mark is a cross: two strokes from different points that
 // cross each other (it was Λ: both started at the same point).
@@ -401,4 +402,26 @@ func TestReportSaysWhenNoRunFailed(t *testing.T) {
 	page, _ := reportOf(t, genRuns("agent-b", 2, 50, 0, t0))
 	assert.Contains(t, page, `<p id="no-failed">`)
 	assert.Contains(t, text(page), "No run failed")
+}
+
+// A step cut by the run's deadline (not by its ceiling) too often for its
+// p99: the page and the terminal say so in words, and do not advise raising
+// a ceiling that cut nothing.
+func TestBlockedByDeadlineCutsInWords(t *testing.T) {
+	open := append([]genStep(nil), genPlan...)
+	for i := range open {
+		open[i].ceiling = time.Second
+	}
+	open[1].median, open[1].sigma = 400*time.Millisecond, 0.5
+	runs := genRunsPlan(open, "agent-l", 6, 1500, 0, t0)
+	page, input := reportOf(t, runs)
+	plan := regexp.MustCompile(`(?s)<div id="plan".*?</div>`).FindString(page)
+	require.NotEmpty(t, plan)
+	assert.Contains(t, text(plan), "cut by the run's deadline too often")
+	assert.NotContains(t, text(plan), "raise its ceiling")
+	assert.NotContains(t, page, "learn:", "no raw error chain")
+	code, out, errOut := runCmd(t, input)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "no budget: learn:", "the terminal says it in words too")
+	assert.Contains(t, out, "cut by the run's deadline too often")
 }
