@@ -75,7 +75,8 @@ func browser(t *testing.T) context.Context {
 }
 
 // expectedRows returns the attempt rows the report draws of runs: the
-// failed runs (up to n, the slowest first) and the n slowest others.
+// failed runs (up to n: the slowest of each kind, then the slowest) and
+// the n slowest others.
 func expectedRows(runs []genRun, n int) (rows int, chosen []genRun) {
 	used := func(r genRun) time.Duration { return r.calls[len(r.calls)-1].end }
 	var failed, ok []genRun
@@ -93,6 +94,24 @@ func expectedRows(runs []genRun, n int) (rows int, chosen []genRun) {
 	slowest := func(a, b genRun) int { return cmp.Compare(used(b), used(a)) }
 	slices.SortStableFunc(failed, slowest)
 	slices.SortStableFunc(ok, slowest)
+	// One failed run of each kind (outcome and failed verdicts) first.
+	var first, rest []genRun
+	seen := map[string]bool{}
+	for _, r := range failed {
+		k := r.outcome
+		for _, c := range r.calls {
+			if c.verdict != "ok" {
+				k += " " + c.step + "=" + c.verdict
+			}
+		}
+		if !seen[k] {
+			seen[k] = true
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	failed = append(first, rest...)
 	chosen = append(failed[:min(n, len(failed))], ok[:min(n, len(ok))]...)
 	for _, r := range chosen {
 		for _, c := range r.calls {

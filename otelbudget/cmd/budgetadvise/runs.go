@@ -215,8 +215,10 @@ var budgetReasons = func() map[string]bool {
 	return m
 }()
 
-// chooseRuns returns up to n failed runs, the slowest first, then up to n
-// of the slowest runs that did not fail.
+// chooseRuns returns up to n failed runs, then up to n of the slowest runs
+// that did not fail. The failed runs are one of each kind first (their
+// outcome and failed calls' verdicts: a run too slow beside one whose
+// budget was too small), the slowest of each, then the slowest others.
 func chooseRuns(runs []runView, n int) []runView {
 	var failed, ok []runView
 	for _, r := range runs {
@@ -229,5 +231,31 @@ func chooseRuns(runs []runView, n int) []runView {
 	slowest := func(a, b runView) int { return cmp.Compare(b.used, a.used) }
 	slices.SortStableFunc(failed, slowest)
 	slices.SortStableFunc(ok, slowest)
-	return append(failed[:min(n, len(failed))], ok[:min(n, len(ok))]...)
+	chosen := diverse(failed, n, func(r runView) string {
+		k := r.outcome
+		for _, c := range r.calls {
+			if c.verdict != "ok" {
+				k += " " + c.step + "=" + c.verdict
+			}
+		}
+		return k
+	})
+	return append(chosen, ok[:min(n, len(ok))]...)
+}
+
+// diverse returns up to n of rs, in their order: the first of each kind,
+// then the others.
+func diverse[T any](rs []T, n int, kind func(T) string) []T {
+	var first, rest []T
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if k := kind(r); !seen[k] {
+			seen[k] = true
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	all := append(first, rest...)
+	return all[:min(n, len(all))]
 }
