@@ -195,7 +195,7 @@ func writeReport(w io.Writer, rep report, ds *dataset, maxRuns int, meta reportM
 		fmt.Fprintf(&b, "<p id=\"no-failed\">No run failed: all %s read ended <span class=\"outcome ok\">ok</span>. The %d slowest are drawn.</p>\n",
 			plural(len(runs), "run"), min(maxRuns, len(runs)))
 	default:
-		fmt.Fprintf(&b, "<p class=\"muted\">%d of %s failed: up to %d of them are drawn, the slowest first, then the %d slowest of the others. "+
+		fmt.Fprintf(&b, "<p class=\"muted\">%d of %s failed: up to %d of them are drawn (the slowest of each kind of failure first), then the %d slowest of the others. "+
 			"Each row is an attempt, a backoff wait or a refusal, on one time axis spanning the run's budget. "+
 			"Every call is bound by the run's deadline unless its verdict says otherwise.</p>\n",
 			nFailed, plural(len(runs), "run"), maxRuns, maxRuns)
