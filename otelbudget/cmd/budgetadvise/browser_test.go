@@ -29,8 +29,9 @@ import (
 // (`make browser`); a variable for TestNeedChromiumSkipsOutsideCI.
 var chromiumPath = "/usr/bin/chromium"
 
-// screenshotEnv, when set to a path, makes TestReportInBrowser write the
-// report's screenshot there (docs/run-report.png is made so).
+// screenshotEnv, when set to a path, makes TestReportInBrowser write a
+// screenshot of the generated data's report there (docs/run-report.png is
+// instead the page make advise RUNS=2000 writes: docs/ceilings.md).
 const screenshotEnv = "BUDGETADVISE_SCREENSHOT"
 
 // needChromium returns the browser's path. Without it the test skips,
