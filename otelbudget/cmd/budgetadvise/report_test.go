@@ -380,7 +380,12 @@ func TestReportConfiguredCeilingsWithLearningRuns(t *testing.T) {
 		open[i].ceiling = time.Second
 	}
 	runs := append(genRunsPlan(open, "agent-l", 5, 2000, 0, t0.Add(-time.Hour)), fewRuns()...)
-	page, _ := reportOf(t, runs)
+	page, input := reportOf(t, runs)
+	rep := adviseJSON(t, input)
+	assert.Equal(t, 2000, rep.OpenedRuns)
+	fetch := stepOf(t, rep, "fetch", "traces")
+	assert.Equal(t, 100.0, fetch.CurrentCeilingMs, "the configured ceiling")
+	assert.Equal(t, 1000.0, fetch.OpenedCeilingMs, "the learning runs' opened ceiling")
 	for step, want := range map[string]string{"search": "250ms", "fetch": "100ms", "extract": "200ms"} {
 		card := regexp.MustCompile(`(?s)<section class="step" data-step="` + step + `".*?</section>`).FindString(page)
 		require.NotEmpty(t, card)
