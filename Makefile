@@ -76,8 +76,10 @@ browser:
 	@[ -x /usr/bin/chromium ] || { apt-get update && apt-get install -y --no-install-recommends chromium; } || \
 		{ [ -z "$$CI" ] && echo "make browser: chromium not installed: budgetadvise's browser test will skip"; }
 
-## advise: the demo's learning runs (RUNS of them), exported, then read by
-## budgetadvise: its advice, and the run report in advise-report.html.
+## advise: the demo's learning runs (RUNS of them, ceilings opened to the
+## budget) and one run of each scenario under the article's ceilings (the
+## failed runs), exported, then read by budgetadvise: its advice, and the
+## run report in advise-report.html.
 RUNS ?= 1000
 advise:
 	cd examples/tracedemo && $(GO) run . -runs $(RUNS) > $(CURDIR)/advise-runs.json

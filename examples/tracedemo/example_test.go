@@ -29,7 +29,7 @@ func Example_waterfall() {
 	// Output:
 	// scenario tight · budget 110ms · floor 20ms · seed 7
 	// # used  - leased, unused  ~ backoff wait  x refused or stopped
-	// step     try   lease              used   ended            0ms          28ms          55ms          83ms        110ms
+	// step     try   lease              used   ended            0ms                     50ms                      100ms
 	// search   #1    90ms deadline      10ms   completed        |#####-----------------------------------------          |
 	// fetch    #1    80ms deadline      80ms   deadline         |     #########################################          |
 	// extract  -     refused                   20ms left        |                                              x         |

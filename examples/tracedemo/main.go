@@ -97,7 +97,10 @@
 // the ceilings it suggests. It prints each step's suggested ceiling (sample
 // count, window, censored flag), the suggested plan budget, and the static
 // and suggested ceilings side by side: runs with operation_too_slow, and the
-// time spent on attempts a limit cut. Only the learning runs are exported.
+// time spent on attempts a limit cut. The learning runs are exported, with
+// one run of each scenario above under the article's ceilings (played after
+// them): the failed runs and the configured ceilings budgetadvise's report
+// shows beside the learning runs' opened ones.
 //
 // The waterfall is coloured only when it goes to a terminal and NO_COLOR is
 // unset.
@@ -159,7 +162,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
 	fs.IntVar(&cfg.runs, "runs", 0, "play the ok plan N times against a fetch provider with a heavy-tailed latency, three times over\n"+
 		"(the article's ceilings; ceilings opened to learn; the suggested ceilings) and print the suggested\n"+
-		"ceilings and budget and the static and suggested ceilings side by side. Only the learning runs are exported")
+		"ceilings and budget and the static and suggested ceilings side by side. The learning runs are exported, and one run of each scenario")
 	fs.IntVar(&cfg.parallel, "parallel", cfg.parallel, "with -runs, how many runs play at a time")
 	fs.Var((*durationFlag)(&cfg.exportTimeout), "export-timeout", "how long exporting the spans and metrics to a collector may take after the run, under one\n"+
 		"deadline, a `duration` (writing them to stdout is not cut short)")

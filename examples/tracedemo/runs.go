@@ -239,6 +239,12 @@ type runsReport struct {
 	BudgetErr   error
 	Ceilings    map[string]time.Duration // the suggested ceilings used by the third phase
 	TrueP99     time.Duration            // of fetchLatency
+	// Scenarios are the demo's scenarios, each played once under the
+	// article's ceilings after the learning runs and exported with them:
+	// runs that fail (too small, too slow, throttled, refused) beside the
+	// learning runs, which hardly ever do, so that budgetadvise's report
+	// has failed runs to show and the configured ceilings to compare with.
+	Scenarios []runRecord
 }
 
 // runsOptions configures runMany.
@@ -259,6 +265,11 @@ type runsOptions struct {
 //     show how long they take rather than being cut (a learn.Recorder fed
 //     by the hooks records them, and o.tp/o.mp trace and measure them);
 //  3. suggested: the ceilings learn suggests from phase 2.
+//
+// After phase 2, each of the demo's scenarios is played once under the
+// article's ceilings, traced and measured as phase 2 is: the exported data
+// then holds failed runs and the configured ceilings beside the learning
+// runs' opened ones.
 //
 // Phases 1 and 3 draw the same latencies (the same sampler seed), so that
 // their difference is the ceilings'.
@@ -293,6 +304,17 @@ func runMany(ctx context.Context, o runsOptions) (runsReport, error) {
 	}
 	if rep.Learned, err = phase(runsScenario(o.seed+1), o.tp, o.mp, playOptions{hooks: rec.Hooks(), ceilings: open}); err != nil {
 		return rep, fmt.Errorf("learning phase: %w", err)
+	}
+	for _, sc := range scenarios() {
+		play, stop, err := o.stage(ctx, sc, o.tp)
+		if err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		rec, _ := play(ctx, o.seed, o.tp, o.mp, playOptions{}) // its failures are the data
+		if err := stop(ctx); err != nil {
+			return rep, fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		rep.Scenarios = append(rep.Scenarios, rec)
 	}
 	rep.Ceilings = map[string]time.Duration{}
 	var policies []deadline.Policy
@@ -357,6 +379,16 @@ func writeRunsReport(w io.Writer, rep runsReport) error {
 	} else {
 		fmt.Fprintf(&b, "  plan budget: %s for P(success) %.4f (target %g); fetch true p99 × 1.2 = %s\n",
 			fmtDur(rep.Budget.Budget), rep.Budget.Success, rep.Budget.Target, fmtDur(time.Duration(float64(rep.TrueP99)*learn.DefaultMargin)))
+	}
+	if len(rep.Scenarios) > 0 {
+		fmt.Fprintf(&b, "\nThe demo's scenarios, once each under the article's ceilings (exported with the learning runs):\n")
+		for _, r := range rep.Scenarios {
+			var v []string
+			for _, c := range r.Calls {
+				v = append(v, c.Name+"="+string(c.Verdict))
+			}
+			fmt.Fprintf(&b, "  %-12s budget %-6s %s\n", r.Scenario, fmtDur(r.Budget), strings.Join(v, " "))
+		}
 	}
 	fmt.Fprintf(&b, "\nRe-run, same latencies, %d runs each:\n", rep.Runs)
 	fmt.Fprintf(&b, "  %-34s %18s %18s\n", "", "static ceilings", "suggested")

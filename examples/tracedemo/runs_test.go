@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -105,5 +107,48 @@ func TestRunWithRunsTooFewSamples(t *testing.T) {
 		require.NoError(t, run(t.Context(), cfg, &out, &errOut))
 		assert.Contains(t, out.String(), `learn: step "fetch": 50 samples recorded, 1000 needed to suggest a ceiling from p99`)
 		assert.Contains(t, out.String(), "plan budget: none")
+	})
+}
+
+// -runs exports, with the learning runs, one run of each scenario under the
+// article's ceilings: failed runs (too small, too slow, throttled) and the
+// configured ceilings, for budgetadvise's report.
+func TestRunsExportsScenarioRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sr := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+		rep, err := runMany(t.Context(), runsOptions{
+			n: 20, parallel: 1, seed: defaultSeed, stage: memStage, tp: tp, mp: metricnoop.NewMeterProvider(),
+		})
+		require.NoError(t, err)
+		verdicts := map[string]bool{}
+		ceilings := map[int64]bool{}
+		status := map[int64]bool{}
+		for _, sp := range sr.Ended() {
+			for _, kv := range sp.Attributes() {
+				switch string(kv.Key) {
+				case "deadline.verdict":
+					verdicts[kv.Value.AsString()] = true
+				case "deadline.attempt.ceiling_ms":
+					ceilings[kv.Value.AsInt64()] = true
+				case "http.response.status_code":
+					status[kv.Value.AsInt64()] = true
+				}
+			}
+		}
+		for _, v := range []string{"ok", "operation_too_slow", "deadline_too_small", "throttled"} {
+			assert.True(t, verdicts[v], "a call with verdict %s exported: %v", v, verdicts)
+		}
+		assert.True(t, ceilings[100], "fetch's configured 100ms ceiling exported: %v", ceilings)
+		assert.True(t, ceilings[defaultBudget.Milliseconds()], "the learning runs' opened ceiling exported: %v", ceilings)
+		assert.True(t, status[429], "the throttled run's 429 exported: %v", status)
+		var names []string
+		for _, r := range rep.Scenarios {
+			names = append(names, r.Scenario)
+		}
+		assert.Equal(t, scenarioNames(), names)
+		var out bytes.Buffer
+		require.NoError(t, writeRunsReport(&out, rep))
+		assert.Contains(t, out.String(), "The demo's scenarios, once each")
 	})
 }

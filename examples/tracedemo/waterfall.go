@@ -176,25 +176,38 @@ func writeRows(sb *strings.Builder, rows []waterfallRow) {
 	}
 }
 
-// axis returns the header above the bars: tick labels at 0, 1/4, 1/2, 3/4
-// and the whole budget.
+// axis returns the header above the bars: tick labels at round values (a
+// step of 1, 2 or 5 times a power of ten cutting the budget into at most 5
+// parts), each centred on its column, from 0 to the budget.
 func axis(budget time.Duration) string {
 	line := []byte(strings.Repeat(" ", barWidth+2))
-	const ticks = 4
-	for k := 0; k <= ticks; k++ {
-		label := fmtDur(budget * time.Duration(k) / ticks)
-		pos := 1 + k*barWidth/ticks // the bar starts after the '|'
-		switch k {
-		case 0:
-			pos = 0
-		case ticks:
-			pos = len(line) - len(label)
-		default:
-			pos -= len(label) / 2
-		}
+	step := tickStep(budget)
+	if step <= 0 {
+		copy(line, "0ms")
+		return strings.TrimRight(string(line), " ")
+	}
+	for t := time.Duration(0); t <= budget; t += step {
+		label := fmtDur(t)
+		pos := 1 + int((int64(t)*barWidth+int64(budget)/2)/int64(budget)) - len(label)/2 // the bar starts after the '|'
+		pos = max(0, min(pos, len(line)-len(label)))
 		copy(line[pos:], label)
 	}
 	return strings.TrimRight(string(line), " ")
+}
+
+// tickStep is the smallest round step (1, 2 or 5 times a power of ten)
+// that cuts [0, budget] into at most 5 parts; 0 for no budget.
+func tickStep(budget time.Duration) time.Duration {
+	if budget <= 0 {
+		return 0
+	}
+	for p := time.Duration(1); ; p *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if m*p*5 >= budget {
+				return m * p
+			}
+		}
+	}
 }
 
 // endedText says how an attempt ended: its HTTP status for a retryable

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -327,5 +328,30 @@ func TestWaterfallColumnsFitTheirContent(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// The axis's ticks are round, as the run report's: equally spaced by 1, 2
+// or 5 times a power of ten (it was 0ms 3ms 5ms 8ms 10ms for 10ms), each
+// label within the bar, none past the budget.
+func TestAxisTicksRound(t *testing.T) {
+	for _, budget := range []time.Duration{10 * time.Millisecond, 110 * time.Millisecond, time.Second, 3 * time.Second} {
+		line := axis(budget)
+		var vals []time.Duration
+		for _, f := range strings.Fields(line) {
+			d, err := time.ParseDuration(f)
+			require.NoError(t, err, "%q in %q", f, line)
+			vals = append(vals, d)
+		}
+		require.GreaterOrEqual(t, len(vals), 3, "%s: %q", budget, line)
+		step := vals[1] - vals[0]
+		mant := float64(step) / math.Pow(10, math.Floor(math.Log10(float64(step))))
+		assert.True(t, slices.ContainsFunc([]float64{1, 2, 5}, func(m float64) bool { return math.Abs(m-mant) < 1e-9 }),
+			"%s: the step %s is 1, 2 or 5 times a power of ten: %q", budget, step, line)
+		for k := 1; k < len(vals); k++ {
+			assert.Equal(t, step, vals[k]-vals[k-1], "%s: equally spaced: %q", budget, line)
+		}
+		assert.LessOrEqual(t, vals[len(vals)-1], budget, "%s: %q", budget, line)
+		assert.LessOrEqual(t, len(line), barWidth+2, "%s: within the bar: %q", budget, line)
 	}
 }

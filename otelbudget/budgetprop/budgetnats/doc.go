@@ -1,6 +1,7 @@
 // Package budgetnats carries the remaining budget through NATS message
 // headers with package budgetprop: a propagation.TextMapCarrier over
-// nats.Header ([HeaderCarrier]), a publisher that injects ([Publish]), and
+// nats.Header ([HeaderCarrier]), a message that carries it ([NewMsg], sent with
+// nats.Conn.PublishMsg or jetstream.JetStream.PublishMsg), and
 // consumers for core NATS ([Handler]) and JetStream ([JetStreamHandler])
 // that run the application's handler under what is left and report an
 // expired message instead of processing it. With JetStream an expired

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
+	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // options are the flags that shape the advice.
@@ -52,8 +53,13 @@ type stepReport struct {
 	Censored           bool           `json:"censored"`
 	RaiseAboveMs       float64        `json:"raise_above_ms,omitempty"`
 	NoSuggestion       string         `json:"no_suggestion,omitempty"` // why there is no suggested ceiling
-	First              time.Time      `json:"first"`
-	Last               time.Time      `json:"last"`
+	// OpenedCeilingMs is the ceiling of the attempts whose ceiling was at
+	// or above their run's budget (a learning run opens them so: it limits
+	// nothing); CurrentCeilingMs is then the ceiling of the other attempts,
+	// the configured one, when there are any.
+	OpenedCeilingMs float64   `json:"opened_ceiling_ms,omitempty"`
+	First           time.Time `json:"first"`
+	Last            time.Time `json:"last"`
 
 	data *stepData
 	sug  learn.Suggestion
@@ -69,6 +75,7 @@ type budgetReport struct {
 	Target   float64  `json:"target"`
 	Error    string   `json:"error,omitempty"`
 	budget   time.Duration
+	err      error
 }
 
 // report is everything budgetadvise prints.
@@ -79,6 +86,9 @@ type report struct {
 	To   time.Time `json:"to"`
 	// Runs counts the traces with call spans (the runs read).
 	Runs int `json:"runs"`
+	// OpenedRuns counts the runs whose attempts ran with ceilings opened
+	// to the run's budget (learning runs).
+	OpenedRuns int `json:"opened_runs,omitempty"`
 	// MoreRuns, when a step has too few attempts for a suggestion, says
 	// how many runs would give it enough, and the command that records
 	// them.
@@ -122,11 +132,66 @@ func advise(ds *dataset, o options) report {
 			rep.Steps = append(rep.Steps, r)
 		}
 	}
+	conf, opened, openedRuns := splitCeilings(ds)
+	for i := range rep.Steps {
+		s := &rep.Steps[i]
+		if c := mostCommon(conf[s.Step]); c > 0 {
+			s.CurrentCeilingMs = ms(c)
+		}
+		if c := opened[s.Step]; c > 0 {
+			s.OpenedCeilingMs = ms(c)
+		}
+	}
+	rep.OpenedRuns = openedRuns
 	rep.From, rep.To = ds.from, ds.to
 	rep.Runs = countRuns(ds)
 	rep.MoreRuns = needMoreRuns(rep, o)
 	rep.Budget = planBudget(ds, order, o)
 	return rep
+}
+
+// splitCeilings tells the attempts' ceilings apart: per step, the
+// configured ones and the opened one, of the runs whose every attempt had
+// a ceiling at or above the run's budget (a learning run opens them so: a
+// ceiling that high limits nothing), and how many runs opened theirs. A
+// run's budget is the largest deadline.budget_ms of its spans.
+func splitCeilings(ds *dataset) (conf map[string]map[time.Duration]uint64, opened map[string]time.Duration, openedRuns int) {
+	budget := map[[16]byte]int64{}
+	for _, sv := range ds.traced {
+		if b, ok := sv.int(attribute(otelbudget.AttrBudgetMs)); ok && b > budget[sv.trace] {
+			budget[sv.trace] = b
+		}
+	}
+	open := map[[16]byte]bool{} // false: a ceiling below the budget seen
+	for _, sv := range ds.traced {
+		if c, ok := sv.int(attrCeilingMs); ok && isAttempt(sv) {
+			b := budget[sv.trace]
+			was, seen := open[sv.trace]
+			open[sv.trace] = b > 0 && c >= b && (was || !seen)
+		}
+	}
+	conf, opened = map[string]map[time.Duration]uint64{}, map[string]time.Duration{}
+	for _, sv := range ds.traced {
+		c, ok := sv.int(attrCeilingMs)
+		if !ok || !isAttempt(sv) {
+			continue
+		}
+		step, ceiling := sv.str(attrStep), time.Duration(c)*time.Millisecond
+		if open[sv.trace] {
+			opened[step] = max(opened[step], ceiling)
+			continue
+		}
+		if conf[step] == nil {
+			conf[step] = map[time.Duration]uint64{}
+		}
+		conf[step][ceiling]++
+	}
+	for _, o := range open {
+		if o {
+			openedRuns++
+		}
+	}
+	return conf, opened, openedRuns
 }
 
 // moreRuns says how many runs a suggestion needs.
@@ -293,7 +358,7 @@ func planBudget(ds *dataset, order []string, o options) *budgetReport {
 	rec.Merge(snap)
 	b, err := rec.SuggestBudget(plan, learn.PlanOptions{SuggestOptions: o.suggest, Target: o.target})
 	if err != nil {
-		br.Error = err.Error()
+		br.Error, br.err = err.Error(), err
 		return br
 	}
 	br.BudgetMs, br.Success, br.budget = ms(b.Budget), b.Success, b.Budget

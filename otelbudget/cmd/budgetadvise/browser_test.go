@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +29,9 @@ import (
 // (`make browser`); a variable for TestNeedChromiumSkipsOutsideCI.
 var chromiumPath = "/usr/bin/chromium"
 
-// screenshotEnv, when set to a path, makes TestReportInBrowser write the
-// report's screenshot there (docs/run-report.png is made so).
+// screenshotEnv, when set to a path, makes TestReportInBrowser write a
+// screenshot of the generated data's report there (docs/run-report.png is
+// instead the page make advise RUNS=2000 writes: docs/ceilings.md).
 const screenshotEnv = "BUDGETADVISE_SCREENSHOT"
 
 // needChromium returns the browser's path. Without it the test skips,
@@ -73,7 +76,8 @@ func browser(t *testing.T) context.Context {
 }
 
 // expectedRows returns the attempt rows the report draws of runs: the
-// failed runs (up to n, the slowest first) and the n slowest others.
+// failed runs (up to n: the slowest of each kind, then the slowest) and
+// the n slowest others.
 func expectedRows(runs []genRun, n int) (rows int, chosen []genRun) {
 	used := func(r genRun) time.Duration { return r.calls[len(r.calls)-1].end }
 	var failed, ok []genRun
@@ -91,6 +95,24 @@ func expectedRows(runs []genRun, n int) (rows int, chosen []genRun) {
 	slowest := func(a, b genRun) int { return cmp.Compare(used(b), used(a)) }
 	slices.SortStableFunc(failed, slowest)
 	slices.SortStableFunc(ok, slowest)
+	// One failed run of each kind (outcome and failed verdicts) first.
+	var first, rest []genRun
+	seen := map[string]bool{}
+	for _, r := range failed {
+		k := r.outcome
+		for _, c := range r.calls {
+			if c.verdict != "ok" {
+				k += " " + c.step + "=" + c.verdict
+			}
+		}
+		if !seen[k] {
+			seen[k] = true
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	failed = append(first, rest...)
 	chosen = append(failed[:min(n, len(failed))], ok[:min(n, len(ok))]...)
 	for _, r := range chosen {
 		for _, c := range r.calls {
@@ -159,7 +181,7 @@ func TestReportInBrowser(t *testing.T) {
 		return eval(`[...document.querySelectorAll(` + strconv.Quote(sel) + `)].map(e => e.textContent).join(",")`)
 	}
 	attemptRows, waitRows := count("section.run tr.attempt"), count("section.run tr.wait")
-	verdicts := texts("section.run tr.call .verdict")
+	verdicts := texts("section.run .verdicts .verdict")
 	ceilings, suggested := texts(".ceiling-current"), texts(".ceiling-suggested")
 	legend, rangeText := texts("#legend"), texts("#range")
 	background := `getComputedStyle(document.body).backgroundColor`
@@ -196,6 +218,71 @@ func TestReportInBrowser(t *testing.T) {
 	assert.Contains(t, legend, "backoff wait")
 	assert.Contains(t, rangeText, g.metricsFrom.Format(time.RFC3339))
 	assert.NotEqual(t, lightBG, darkBG, "the dark mode has its own colours")
+
+	// The run report's defects, seen in the browser on a page with the
+	// throttled and the refused runs: the ✕ drawn square with its strokes
+	// crossing, the full trace ids, the time zones, the HTTP statuses, and
+	// no horizontal overflow at 400 px.
+	runs := fewRuns()
+	runsPage, _ := reportFile(t, runs)
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate("file://"+runsPage), chromedp.WaitVisible(chromedp.CSS("#legend"))))
+	marks := eval(`JSON.stringify([...document.querySelectorAll("section.run tr.refusal path, section.run tr.wait path")].map(p => {
+		const r = p.getBoundingClientRect(), L = p.getTotalLength(), m = p.getScreenCTM();
+		const at = l => { const q = p.getPointAtLength(l); return [q.x * m.a + m.e, q.y * m.d + m.f]; };
+		return {w: r.width, h: r.height, s1: at(0), s2: at(L / 2 + 0.01), m1: at(L / 4), m2: at(3 * L / 4)};
+	}))`)
+	var geo []struct {
+		W, H           float64
+		S1, S2, M1, M2 [2]float64
+	}
+	require.NoError(t, json.Unmarshal([]byte(marks), &geo))
+	require.GreaterOrEqual(t, len(geo), 2, "the refusal and the Retry-After that did not fit are marked")
+	for i, g := range geo {
+		assert.InDelta(t, g.W, g.H, 1, "mark %d drawn square on screen: %+v", i, g)
+		assert.GreaterOrEqual(t, g.W, 7.0, "mark %d visible: %+v", i, g)
+		assert.Greater(t, math.Hypot(g.S1[0]-g.S2[0], g.S1[1]-g.S2[1]), 5.0, "mark %d: the strokes start apart (not Λ): %+v", i, g)
+		assert.Less(t, math.Hypot(g.M1[0]-g.M2[0], g.M1[1]-g.M2[1]), 1.0, "mark %d: the strokes cross in their middles (✕): %+v", i, g)
+	}
+	shown := eval(`JSON.stringify([...document.querySelectorAll("section.run")].map(s => ({id: s.dataset.trace, text: s.innerText,
+		zone: [...s.querySelectorAll(".run-start")].map(e => e.textContent)})))`)
+	var sections []struct {
+		ID, Text string
+		Zone     []string
+	}
+	require.NoError(t, json.Unmarshal([]byte(shown), &sections))
+	require.NotEmpty(t, sections)
+	for _, s := range sections {
+		assert.Len(t, s.ID, 32)
+		assert.Contains(t, s.Text, s.ID, "the full trace id is shown")
+		if assert.Len(t, s.Zone, 1, "run %s: its start time", s.ID) {
+			assert.Regexp(t, `Z$`, s.Zone[0], "run %s: its start time's zone", s.ID)
+		}
+	}
+	throttled := traceHex(runs[len(runs)-2], uint64(len(runs)-2))
+	assert.Equal(t, "2", eval(`String((document.querySelector('section.run[data-trace="`+throttled+`"]').innerText.match(/HTTP 429/g) || []).length)`),
+		"the throttled run's two 429s are shown as such")
+	_, err = chromedp.Call(tab, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 400, Height: 900, DeviceScaleFactor: 1})
+	require.NoError(t, err)
+	narrow := eval(`JSON.stringify({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+		bars: [...document.querySelectorAll("section.run td.bar .track")].map(s => { const r = s.getBoundingClientRect(); return [r.left, r.right]; }),
+		cards: [...document.querySelectorAll("section.step")].map(s => s.getBoundingClientRect().right)})`)
+	var layout struct {
+		Scroll, Client float64
+		Bars           [][2]float64
+		Cards          []float64
+	}
+	require.NoError(t, json.Unmarshal([]byte(narrow), &layout))
+	assert.LessOrEqual(t, layout.Scroll, 400.0, "no horizontal overflow at 400 px")
+	require.NotEmpty(t, layout.Bars)
+	for _, b := range layout.Bars {
+		assert.LessOrEqual(t, b[1], 400.0, "a waterfall bar on screen at 400 px: %v", b)
+		assert.GreaterOrEqual(t, b[1]-b[0], 150.0, "a waterfall bar wide enough to read at 400 px: %v", b)
+	}
+	for _, r := range layout.Cards {
+		assert.LessOrEqual(t, r, 400.0, "a step card on screen at 400 px")
+	}
+	_, err = chromedp.Call(tab, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
+	require.NoError(t, err)
 
 	if out := os.Getenv(screenshotEnv); out != "" {
 		// The README's picture: the traces' report, two runs of each kind.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ type genAttempt struct {
 	ended   string // completed, error, attempt_timeout, deadline
 	wait    time.Duration
 	fits    bool
+	status  int  // the HTTP status of a failed attempt, 0: none
+	after   bool // the wait is a server's Retry-After
 }
 
 // genCall is one generated call.
@@ -51,6 +54,10 @@ type genRun struct {
 	budget   time.Duration
 	calls    []genCall
 	outcome  string
+	// exhaustedBy is the run span's deadline.run.exhausted_by, and
+	// noRunSpan leaves the run span out (the outcome is then derived).
+	exhaustedBy string
+	noRunSpan   bool
 }
 
 const genFloor = 20 * time.Millisecond
@@ -78,12 +85,17 @@ var genPlan = []genStep{
 // start, with a budget of 1s; every down-th run (0: none) finds fetch's
 // provider failing every attempt.
 func genRuns(instance string, seed uint64, n, down int, start time.Time) []genRun {
+	return genRunsPlan(genPlan, instance, seed, n, down, start)
+}
+
+// genRunsPlan is genRuns with plan's policies and latencies.
+func genRunsPlan(plan []genStep, instance string, seed uint64, n, down int, start time.Time) []genRun {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	runs := make([]genRun, 0, n)
 	for i := range n {
 		r := genRun{instance: instance, start: start.Add(time.Duration(i) * 2 * time.Second), budget: time.Second, outcome: "ok"}
 		now := time.Duration(0)
-		for _, s := range genPlan {
+		for _, s := range plan {
 			c := genCall{step: s.name, ceiling: s.ceiling, maxAttempts: s.maxAttempts, start: now, remaining: r.budget - now}
 			for k := 1; ; k++ {
 				left := r.budget - now
@@ -191,11 +203,18 @@ func writeRun(spans ptrace.SpanSlice, r genRun, id uint64) {
 		return sp
 	}
 	end := r.calls[len(r.calls)-1].end
-	root := span(pcommon.SpanID{}, "agent run", 0, end)
-	root.Attributes().PutInt("deadline.budget_ms", r.budget.Milliseconds())
-	root.Attributes().PutStr("deadline.run.outcome", r.outcome)
+	var rootID pcommon.SpanID
+	if !r.noRunSpan {
+		root := span(pcommon.SpanID{}, "agent run", 0, end)
+		root.Attributes().PutInt("deadline.budget_ms", r.budget.Milliseconds())
+		root.Attributes().PutStr("deadline.run.outcome", r.outcome)
+		if r.exhaustedBy != "" {
+			root.Attributes().PutStr("deadline.run.exhausted_by", r.exhaustedBy)
+		}
+		rootID = root.SpanID()
+	}
 	for _, c := range r.calls {
-		cs := span(root.SpanID(), c.step, c.start, c.end)
+		cs := span(rootID, c.step, c.start, c.end)
 		at := cs.Attributes()
 		at.PutStr("deadline.step", c.step)
 		at.PutInt("deadline.budget_ms", r.budget.Milliseconds())
@@ -217,9 +236,18 @@ func writeRun(spans ptrace.SpanSlice, r genRun, id uint64) {
 			aa.PutInt("deadline.attempt.remaining_ms", (r.budget - a.start).Milliseconds())
 			aa.PutStr("deadline.attempt.limited_by", a.limit)
 			aa.PutStr("deadline.attempt.ended_by", a.ended)
+			if a.status != 0 {
+				aa.PutInt("http.response.status_code", int64(a.status))
+				aa.PutStr("error.type", strconv.Itoa(a.status))
+			}
 			if a.ended != "completed" && (a.wait > 0 || a.fits) {
+				src := "policy"
+				if a.after {
+					src = "retry_after"
+					aa.PutInt("deadline.retry_after_ms", a.wait.Milliseconds())
+				}
 				aa.PutInt("deadline.backoff.delay_ms", a.wait.Milliseconds())
-				aa.PutStr("deadline.backoff.source", "policy")
+				aa.PutStr("deadline.backoff.source", src)
 				aa.PutBool("deadline.backoff.fits", a.fits)
 			}
 		}

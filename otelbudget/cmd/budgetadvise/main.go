@@ -31,9 +31,16 @@
 // prints the same for machines (docs/ceilings.md lists the field names).
 //
 // -report FILE also writes the run report: one self-contained HTML page
-// (inline CSS and SVG, light and dark) with each step's latency against its
+// (inline CSS and SVG, light and dark, readable from 400px wide) with its
+// provenance (generation time, input files, budgetadvise's version), the
+// plan's configured budget beside the suggested one, each step's latency on
+// a time axis shared by every step against its configured and suggested
 // ceilings, and the waterfall of up to -report-runs failed runs and as many
-// of the slowest others, rebuilt from their traces.
+// of the slowest others, rebuilt from their traces, each with its full
+// trace id, its outcome and what happened; the words it uses are explained
+// at its end. Runs whose every ceiling was at or above their budget (a
+// learning run's, opened) are told apart: the configured ceilings are the
+// other runs', and one line says so.
 //
 // What could not be read (an empty or truncated file, no spans of this
 // project, attributes of the wrong type, unnamed steps, an older attribute
@@ -62,6 +69,9 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
+
+// now is the report's generation time (a variable for tests).
+var now = time.Now
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -148,7 +158,8 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 		return 1
 	}
 	if *reportFile != "" {
-		if err := writeReportFile(*reportFile, rep, ds, *reportRuns); err != nil {
+		meta := reportMeta{generated: now(), inputs: files, version: toolVersion()}
+		if err := writeReportFile(*reportFile, rep, ds, *reportRuns, meta); err != nil {
 			fmt.Fprintln(stderr, "budgetadvise: -report:", err)
 			return 1
 		}
@@ -157,12 +168,12 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 }
 
 // writeReportFile writes the run report to name.
-func writeReportFile(name string, rep report, ds *dataset, runs int) error {
+func writeReportFile(name string, rep report, ds *dataset, runs int, meta reportMeta) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
-	if err := writeReport(f, rep, ds, runs); err != nil {
+	if err := writeReport(f, rep, ds, runs, meta); err != nil {
 		f.Close()
 		return err
 	}

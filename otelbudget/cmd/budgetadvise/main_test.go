@@ -362,7 +362,7 @@ func FuzzRead(f *testing.F) {
 			rep := advise(ds, options{suggest: learn.SuggestOptions{MinSamples: 1}, target: 0.99, attempts: 3})
 			_ = writeText(&bytes.Buffer{}, rep)
 			_ = writeJSON(&bytes.Buffer{}, rep)
-			_ = writeReport(&bytes.Buffer{}, rep, ds, 3)
+			_ = writeReport(&bytes.Buffer{}, rep, ds, 3, reportMeta{})
 		}
 	})
 }

@@ -282,7 +282,14 @@ type spanView struct {
 	name       string
 	start, end time.Time
 	attrs      map[string]any // string, int64, float64, bool, or otherType
+	// status is the HTTP response status (http.response.status_code) of a
+	// CLIENT span, 0 when it has none: the report shows "HTTP 429" where
+	// ended_by says only "error", as the demo's terminal does.
+	status int64
 }
+
+// attrHTTPStatus is the semantic conventions' HTTP response status.
+const attrHTTPStatus = "http.response.status_code"
 
 // otherType stands for an attribute value of a type budgetadvise does not
 // read (a slice, a map, bytes): its name.
@@ -360,6 +367,9 @@ func (ds *dataset) addTraces(td ptrace.Traces) {
 				sv := spanView{trace: sp.TraceID(), id: sp.SpanID(), parent: sp.ParentSpanID(), name: sp.Name(),
 					start: sp.StartTimestamp().AsTime(), end: sp.EndTimestamp().AsTime(), attrs: map[string]any{}}
 				for key, v := range sp.Attributes().All() {
+					if key == attrHTTPStatus && v.Type() == pcommon.ValueTypeInt {
+						sv.status = v.Int()
+					}
 					if !strings.HasPrefix(key, "deadline.") {
 						continue
 					}
@@ -495,6 +505,9 @@ func (ds *dataset) addStdoutSpan(raw json.RawMessage) error {
 	}
 	sv.id, sv.parent = hexSpanID(s.SpanContext.SpanID), hexSpanID(s.Parent.SpanID)
 	for _, a := range s.Attributes {
+		if a.Key == attrHTTPStatus && a.Value.Type == "INT64" {
+			_ = json.Unmarshal(a.Value.Value, &sv.status)
+		}
 		if !strings.HasPrefix(a.Key, "deadline.") {
 			continue
 		}

@@ -75,7 +75,7 @@ func writeText(w io.Writer, rep report) error {
 		case rep.MoreRuns != nil && br.Error != "":
 			// The line above says why.
 		case br.Error != "":
-			fmt.Fprintf(&b, "\nplan %s (from %s): no budget: %s\n", strings.Join(br.Steps, " → "), br.Source, br.Error)
+			fmt.Fprintf(&b, "\nplan %s (from %s): no budget: %s\n", strings.Join(br.Steps, " → "), br.Source, blockedBudget(rep))
 		default:
 			fmt.Fprintf(&b, "\nplan %s (from %s): suggested budget %s, P(success) %.4f (target %g)\n",
 				strings.Join(br.Steps, " → "), br.Source, br.budget.Round(time.Millisecond), br.Success, br.Target)

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/otelbudget"
 )
 
@@ -49,6 +50,7 @@ type attemptView struct {
 	hasWait   bool
 	waitFits  bool
 	waitFrom  string // policy or retry_after
+	status    int64  // the HTTP response status, 0: none
 }
 
 // The values of callView.boundBy.
@@ -145,7 +147,7 @@ func buildRun(id pcommon.TraceID, spans []spanView) (runView, bool) {
 		slices.SortStableFunc(as, func(a, b spanView) int { return a.start.Compare(b.start) })
 		for _, a := range as {
 			av := attemptView{start: a.start.Sub(r.origin), used: a.end.Sub(a.start),
-				limitedBy: a.str(attribute(otelbudget.AttrAttemptLimitedBy)), endedBy: a.str(attrEndedBy)}
+				limitedBy: a.str(attribute(otelbudget.AttrAttemptLimitedBy)), endedBy: a.str(attrEndedBy), status: a.status}
 			if n, ok := a.int(attrNumber); ok {
 				av.number = int(n)
 			}
@@ -175,17 +177,48 @@ func buildRun(id pcommon.TraceID, spans []spanView) (runView, bool) {
 	}
 	r.used = last.Sub(r.origin)
 	if r.outcome == "" {
-		r.outcome = "ok"
-		if r.failed {
-			r.outcome = "failed"
-		}
+		r.outcome = deriveOutcome(r.calls)
 	}
 	r.failed = r.failed || r.outcome != "ok"
 	return r, true
 }
 
-// chooseRuns returns up to n failed runs, the slowest first, then up to n
-// of the slowest runs that did not fail.
+// deriveOutcome is the run's deadline.run.outcome when no run span says it,
+// by otelbudget's rule: ok when every call succeeded; canceled when one was
+// canceled; budget_exhausted when the budget stopped one (refused, a wait
+// that did not fit, cut by the deadline); else failed.
+func deriveOutcome(calls []callView) string {
+	outcome := otelbudget.RunOK
+	for _, c := range calls {
+		switch {
+		case c.verdict == "ok":
+		case c.reason == deadline.ReasonCanceled.String():
+			return otelbudget.RunCanceled
+		case budgetReasons[c.reason]:
+			outcome = otelbudget.RunBudgetExhausted
+		case outcome == otelbudget.RunOK:
+			outcome = otelbudget.RunFailed
+		}
+	}
+	return outcome
+}
+
+// budgetReasons are the stop reasons of deadline.Reason.Budget: the budget
+// stopped the call.
+var budgetReasons = func() map[string]bool {
+	m := map[string]bool{}
+	for r := range deadline.Reason(64) {
+		if r.Budget() {
+			m[r.String()] = true
+		}
+	}
+	return m
+}()
+
+// chooseRuns returns up to n failed runs, then up to n of the slowest runs
+// that did not fail. The failed runs are one of each kind first (their
+// outcome and failed calls' verdicts: a run too slow beside one whose
+// budget was too small), the slowest of each, then the slowest others.
 func chooseRuns(runs []runView, n int) []runView {
 	var failed, ok []runView
 	for _, r := range runs {
@@ -198,5 +231,31 @@ func chooseRuns(runs []runView, n int) []runView {
 	slowest := func(a, b runView) int { return cmp.Compare(b.used, a.used) }
 	slices.SortStableFunc(failed, slowest)
 	slices.SortStableFunc(ok, slowest)
-	return append(failed[:min(n, len(failed))], ok[:min(n, len(ok))]...)
+	chosen := diverse(failed, n, func(r runView) string {
+		k := r.outcome
+		for _, c := range r.calls {
+			if c.verdict != "ok" {
+				k += " " + c.step + "=" + c.verdict
+			}
+		}
+		return k
+	})
+	return append(chosen, ok[:min(n, len(ok))]...)
+}
+
+// diverse returns up to n of rs, in their order: the first of each kind,
+// then the others.
+func diverse[T any](rs []T, n int, kind func(T) string) []T {
+	var first, rest []T
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if k := kind(r); !seen[k] {
+			seen[k] = true
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	all := append(first, rest...)
+	return all[:min(n, len(all))]
 }

@@ -52,3 +52,15 @@ func TestBuildRunBoundBy(t *testing.T) {
 	require.Len(t, chosen, 2)
 	assert.Equal(t, []time.Duration{5, 4}, []time.Duration{chosen[0].used, chosen[1].used}, "the slowest failed run, then the slowest other")
 }
+
+// The failed runs drawn are one of each kind first: a run too slow is shown
+// beside the many, slower, whose budget was too small.
+func TestChooseRunsOneOfEachKind(t *testing.T) {
+	small := func(used time.Duration) runView {
+		return runView{used: used, failed: true, outcome: "budget_exhausted", calls: []callView{{step: "extract", verdict: "deadline_too_small"}}}
+	}
+	slow := runView{used: 100, failed: true, outcome: "failed", calls: []callView{{step: "fetch", verdict: "operation_too_slow"}}}
+	chosen := chooseRuns([]runView{small(900), small(800), small(700), slow}, 2)
+	require.Len(t, chosen, 2)
+	assert.Equal(t, []time.Duration{900, 100}, []time.Duration{chosen[0].used, chosen[1].used}, "the slowest too small, then the too slow")
+}
