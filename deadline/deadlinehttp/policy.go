@@ -28,13 +28,24 @@ func WithRequestPolicy(ctx context.Context, p deadline.Policy) context.Context {
 	return context.WithValue(ctx, policyKey{}, &p)
 }
 
+// RequestPolicy returns the policy [WithRequestPolicy] stored in ctx, and
+// whether there is one: the policy a [Transport] runs a request with that
+// context under, before it composes its own [WithHooks] hooks and retry
+// budget with it. It returns a copy: changing it changes nothing in ctx.
+func RequestPolicy(ctx context.Context) (deadline.Policy, bool) {
+	if p, ok := ctx.Value(policyKey{}).(*deadline.Policy); ok {
+		return *p, true
+	}
+	return deadline.Policy{}, false
+}
+
 // policyFor returns the policy req runs under, by precedence: the one its
 // context carries, then the policy function's, then WithPolicy's (or the
 // default). The Transport's hooks are composed after the policy's own, and
 // its retry budget fills in for a policy that has none.
 func (t *Transport) policyFor(req *http.Request) deadline.Policy {
-	if p, ok := req.Context().Value(policyKey{}).(*deadline.Policy); ok {
-		return t.cfg.withClientHooks(*p)
+	if p, ok := RequestPolicy(req.Context()); ok {
+		return t.cfg.withClientHooks(p)
 	}
 	if f := t.cfg.policyFunc; f != nil {
 		if p, ok := f(req); ok {

@@ -132,6 +132,53 @@ func TestRequestPolicyPrecedence(t *testing.T) {
 	})
 }
 
+// TestRequestPolicy: RequestPolicy returns what WithRequestPolicy stored,
+// through derived contexts, the latest one winning; a copy both ways, so
+// neither the caller's value nor the one returned changes the context's;
+// nothing (and the zero Policy) for a context without one. A Transport
+// runs the request under that policy, its own hooks composed after.
+func TestRequestPolicy(t *testing.T) {
+	p, ok := deadlinehttp.RequestPolicy(context.Background())
+	assert.False(t, ok)
+	assert.Zero(t, p.Name)
+	assert.Zero(t, p.MaxAttempts)
+
+	fetch := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: 100 * time.Millisecond}
+	ctx := deadlinehttp.WithRequestPolicy(context.Background(), fetch)
+	fetch.Name = "changed"
+	derived, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p, ok = deadlinehttp.RequestPolicy(derived)
+	require.True(t, ok)
+	assert.Equal(t, "fetch", p.Name)
+	assert.Equal(t, 3, p.MaxAttempts)
+	assert.Equal(t, 100*time.Millisecond, p.AttemptTimeout)
+	p.Name = "changed"
+	p, _ = deadlinehttp.RequestPolicy(ctx)
+	assert.Equal(t, "fetch", p.Name)
+
+	p, ok = deadlinehttp.RequestPolicy(deadlinehttp.WithRequestPolicy(derived, deadline.Policy{Name: "search", MaxAttempts: 1}))
+	require.True(t, ok)
+	assert.Equal(t, "search", p.Name)
+
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		tr, _ := inMemory(func(int, http.ResponseWriter, *http.Request) {}, deadlinehttp.WithHooks(rec.hooks()))
+		stored := deadline.Policy{Name: "fetch", MaxAttempts: 1}
+		ctx := deadlinehttp.WithRequestPolicy(budgetCtx(time.Second), stored)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/f", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		got, ok := deadlinehttp.RequestPolicy(req.Context())
+		require.True(t, ok)
+		require.Len(t, rec.calls, 1)
+		assert.Equal(t, got.Name, rec.calls[0].Name)
+		assert.Nil(t, got.Hooks, "the Transport's hooks are composed into its own copy, not the context's")
+	})
+}
+
 // TestInvalidRequestPolicy: an invalid policy from the context or from the
 // function fails that RoundTrip with its PolicyError, sends nothing and
 // closes the body; the Transport's other requests are unaffected.
