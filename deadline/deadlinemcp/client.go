@@ -386,11 +386,14 @@ func newParams(method string) mcp.Params {
 	case "completion/complete":
 		return &mcp.CompleteParams{}
 	case "logging/setLevel":
+		//lint:ignore SA1019 the SDK still sends it during SEP-2577's deprecation window, and it must carry its lease
 		return &mcp.SetLoggingLevelParams{}
 	// Requests a server sends its client.
 	case "roots/list":
+		//lint:ignore SA1019 the SDK still sends it during SEP-2577's deprecation window, and it must carry its lease
 		return &mcp.ListRootsParams{}
 	case "sampling/createMessage":
+		//lint:ignore SA1019 the SDK still sends it during SEP-2577's deprecation window, and it must carry its lease
 		return &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{}}
 	case "elicitation/create":
 		return &mcp.ElicitParams{}
