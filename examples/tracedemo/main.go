@@ -133,13 +133,14 @@ type config struct {
 	execute       executor // nil: execute, on loopback; tests play in memory
 	runs          int      // > 0: tracedemo -runs N (see runs.go)
 	parallel      int      // runs played at a time with -runs
+	scenarioRuns  bool     // with -runs, also play and export one run of each scenario
 	stage         stager   // nil: loopbackStage; tests play in memory
 }
 
 // defaultConfig returns the configuration of a plain `go run`.
 func defaultConfig() config {
 	return config{
-		scenario: "ok", transport: transportHTTP, seed: defaultSeed, waterfall: true, parallel: 32,
+		scenario: "ok", transport: transportHTTP, seed: defaultSeed, waterfall: true, parallel: 32, scenarioRuns: true,
 		exportTimeout: defaultExportGrace, getenv: func(string) string { return "" },
 	}
 }
@@ -164,6 +165,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		"(the article's ceilings; ceilings opened to learn; the suggested ceilings) and print the suggested\n"+
 		"ceilings and budget and the static and suggested ceilings side by side. The learning runs are exported, and one run of each scenario")
 	fs.IntVar(&cfg.parallel, "parallel", cfg.parallel, "with -runs, how many runs play at a time")
+	fs.BoolVar(&cfg.scenarioRuns, "scenario-runs", cfg.scenarioRuns, "with -runs, also play one run of each scenario under the article's ceilings and export it with the\n"+
+		"learning runs (the failed runs and configured ceilings budgetadvise's report shows); false exports the learning runs alone")
 	fs.Var((*durationFlag)(&cfg.exportTimeout), "export-timeout", "how long exporting the spans and metrics to a collector may take after the run, under one\n"+
 		"deadline, a `duration` (writing them to stdout is not cut short)")
 	// The flag package prints a parse error and then the usage to the

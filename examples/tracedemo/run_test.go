@@ -252,12 +252,17 @@ func TestParseFlags(t *testing.T) {
 
 	cfg, err = parseFlags([]string{"-scenario", "ratelimited", "-seed", "42", "-budget", "4s", "-exporter", "none", "-waterfall=false", "-transport", "grpc"}, env, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, config{scenario: "ratelimited", transport: transportGRPC, seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace, parallel: 32}, withoutFuncs(cfg))
+	assert.Equal(t, config{scenario: "ratelimited", transport: transportGRPC, seed: 42, budget: 4 * time.Second, exporter: exporterNone, waterfall: false, exportTimeout: defaultExportGrace, parallel: 32, scenarioRuns: true}, withoutFuncs(cfg))
 
 	cfg, err = parseFlags([]string{"-runs", "2000", "-parallel", "4"}, env, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 2000, cfg.runs)
 	assert.Equal(t, 4, cfg.parallel)
+	assert.True(t, cfg.scenarioRuns, "the scenario runs are exported with the learning runs unless asked not to")
+
+	cfg, err = parseFlags([]string{"-runs", "20", "-scenario-runs=false"}, env, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.scenarioRuns)
 
 	for _, tc := range []struct {
 		args []string

@@ -252,9 +252,12 @@ type runsOptions struct {
 	n        int
 	parallel int
 	seed     uint64
-	stage    stager
-	tp       trace.TracerProvider // traces the learning phase
-	mp       metric.MeterProvider // measures the learning phase
+	// scenarios: after the learning phase, play and export one run of
+	// each scenario under the article's ceilings (tracedemo -scenario-runs).
+	scenarios bool
+	stage     stager
+	tp        trace.TracerProvider // traces the learning phase
+	mp        metric.MeterProvider // measures the learning phase
 }
 
 // runMany is tracedemo -runs: it plays the plan o.n times in each of three
@@ -306,6 +309,9 @@ func runMany(ctx context.Context, o runsOptions) (runsReport, error) {
 		return rep, fmt.Errorf("learning phase: %w", err)
 	}
 	for _, sc := range scenarios() {
+		if !o.scenarios {
+			break
+		}
 		play, stop, err := o.stage(ctx, sc, o.tp)
 		if err != nil {
 			return rep, fmt.Errorf("scenario %s: %w", sc.name, err)

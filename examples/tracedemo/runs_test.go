@@ -118,7 +118,7 @@ func TestRunsExportsScenarioRuns(t *testing.T) {
 		sr := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 		rep, err := runMany(t.Context(), runsOptions{
-			n: 20, parallel: 1, seed: defaultSeed, stage: memStage, tp: tp, mp: metricnoop.NewMeterProvider(),
+			n: 20, parallel: 1, seed: defaultSeed, scenarios: true, stage: memStage, tp: tp, mp: metricnoop.NewMeterProvider(),
 		})
 		require.NoError(t, err)
 		verdicts := map[string]bool{}
