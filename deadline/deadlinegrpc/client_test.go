@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -217,21 +218,26 @@ func TestPushbackReplacesTheBackoff(t *testing.T) {
 	assert.GreaterOrEqual(t, seen[0].remaining-seen[1].remaining, 150*time.Millisecond, "the second attempt came at least the pushback later")
 }
 
+// TestPushbackTooLongStopsAtOnce runs in a synctest bubble (bufconn runs
+// there): "not slept" is then exact, no virtual time passes, instead of a
+// wall-clock bound that a loaded machine could break.
 func TestPushbackTooLongStopsAtOnce(t *testing.T) {
-	e := &echo{handle: pushbackThen("10000")}
-	v := start(t, inMemory, e, nil, newClient(t, deadlinegrpc.WithPolicy(fixedPolicy())))
-	began := time.Now()
-	_, err := v.get(budgetCtx(t, 2*time.Second), mGet, "x")
-	assert.Less(t, time.Since(began), 10*time.Second, "the 10s pushback was not slept")
-	assert.Equal(t, 1, e.count(mGet))
-	assert.Equal(t, codes.Unavailable, status.Code(err), "the server's status, not one made for the budget reason")
-	stop := stopOf(t, err)
-	assert.True(t, err.(interface{ Timeout() bool }).Timeout(), "a budget reason")
-	assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
-	assert.Equal(t, 10*time.Second, stop.Wait)
-	assert.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, codes.Unavailable, status.Code(stop.Last), "the server's status is kept")
+	synctest.Test(t, func(t *testing.T) {
+		e := &echo{handle: pushbackThen("10000")}
+		v := start(t, inMemory, e, nil, newClient(t, deadlinegrpc.WithPolicy(fixedPolicy())))
+		began := time.Now()
+		_, err := v.get(budgetCtx(t, 2*time.Second), mGet, "x")
+		assert.Zero(t, time.Since(began), "the 10s pushback was not slept, nor anything else")
+		assert.Equal(t, 1, e.count(mGet))
+		assert.Equal(t, codes.Unavailable, status.Code(err), "the server's status, not one made for the budget reason")
+		stop := stopOf(t, err)
+		assert.True(t, err.(interface{ Timeout() bool }).Timeout(), "a budget reason")
+		assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
+		assert.Equal(t, 10*time.Second, stop.Wait)
+		assert.ErrorIs(t, err, deadline.ErrRetryAfterExceedsBudget)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, codes.Unavailable, status.Code(stop.Last), "the server's status is kept")
+	})
 }
 
 func TestPushbackThatRefusesRetries(t *testing.T) {

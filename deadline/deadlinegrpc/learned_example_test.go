@@ -20,9 +20,11 @@ import (
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
-// A method that takes about 80 ms refuses at once an RPC sent with 50 ms
-// left: its earlier RPCs (recorded here by hand; the server records every
-// unary RPC it admits) say it would very likely not finish.
+// A method that takes about 2 s refuses at once an RPC sent with 1 s left:
+// its earlier RPCs (recorded here by hand; the server records every unary
+// RPC it admits) say it would very likely not finish. (The client's 1 s is
+// also its wait for the refusal: with 50 ms, a loaded machine could spend
+// it on connecting, and the client ended the call before the refusal came.)
 func ExampleWithLearnedAdmission() {
 	rec := &learn.Recorder{}
 	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: 10 * time.Second, MinSamples: 100}})
@@ -30,7 +32,7 @@ func ExampleWithLearnedAdmission() {
 		panic(err)
 	}
 	for range 100 {
-		rec.Record("/deadlinegrpc.test.Echo/Get", deadline.EndedCompleted, 80*time.Millisecond, time.Now())
+		rec.Record("/deadlinegrpc.test.Echo/Get", deadline.EndedCompleted, 2*time.Second, time.Now())
 	}
 	server, err := deadlinegrpc.NewServer(
 		deadlinegrpc.WithLearnedAdmission(admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05}),
@@ -50,11 +52,11 @@ func ExampleWithLearnedAdmission() {
 	}
 	defer cc.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var trailer metadata.MD
 	err = cc.Invoke(ctx, "/deadlinegrpc.test.Echo/Get", wrapperspb.String("x"), new(wrapperspb.StringValue), grpc.Trailer(&trailer), grpc.WaitForReady(true))
-	refused := trailer.Get(deadlinegrpc.RefusedTrailer) // "budget-ms=49, floor-ms=0, reason=learned"
+	refused := trailer.Get(deadlinegrpc.RefusedTrailer) // "budget-ms=999, floor-ms=0, reason=learned"
 	fmt.Println(status.Code(err), len(refused) == 1 && strings.HasSuffix(refused[0], "reason=learned"))
 	// Output:
 	// DeadlineExceeded true

@@ -218,3 +218,11 @@ func fastPolicy(attempts int) deadline.Policy {
 func budgetCtx(budget time.Duration) context.Context {
 	return deadline.NewContext(context.Background(), deadline.New(budget))
 }
+
+// budgetCtxMade is budgetCtx, and the instant its Deadline was made (its
+// end less its budget, with the same monotonic reading): the only instant
+// from which a lower bound on a lease's duration holds on a loaded machine.
+func budgetCtxMade(budget time.Duration) (context.Context, time.Time) {
+	d := deadline.New(budget)
+	return deadline.NewContext(context.Background(), d), d.End().Add(-d.Budget())
+}

@@ -39,10 +39,14 @@ func TestStalledBodyEndsWithLease(t *testing.T) {
 	pr, pw := io.Pipe()
 	const budget = 300 * time.Millisecond
 	lease := budget - fastPolicy(3).Floor
-	req, err := http.NewRequestWithContext(budgetCtx(budget), http.MethodPut, s.URL, pr)
+	// The lease is measured from the instant the deadline was made, not
+	// from a clock read after it: under load, time passes between the two,
+	// and a later start made the call look shorter than its lease
+	// ("278.24ms is not >= 280ms" at load average 5.7).
+	ctx, start := budgetCtxMade(budget)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.URL, pr)
 	require.NoError(t, err)
 
-	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
 		resp, err := tr.RoundTrip(req)
@@ -59,13 +63,13 @@ func TestStalledBodyEndsWithLease(t *testing.T) {
 		t.Fatalf("RoundTrip still blocked %v after its %v lease", guard, lease)
 	}
 	took := time.Since(start)
-	t.Logf("returned %v after the start, its lease %v", took, lease)
+	t.Logf("returned %v after the deadline was made, its lease %v", took, lease)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
 	assert.True(t, stop.Reason.Budget(), "%v", stop.Reason)
-	assert.GreaterOrEqual(t, took, lease)
+	assert.GreaterOrEqual(t, took, lease, "a lease ends no earlier than its deadline's start plus the lease")
 
 	tr.CloseIdleConnections()
 	s.Close()

@@ -17,13 +17,18 @@ import (
 
 // An operation that fails once, retryably: a call span, two attempt spans,
 // and the verdict.
+//
+// The ceiling (5 s) is far above what the attempts take: what ended an
+// attempt is decided from the instants, so with a ceiling of 250 ms a
+// loaded machine that stalled the first attempt past it made its end
+// "attempt_timeout" instead of "error".
 func Example_observerHooks() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp), otelbudget.WithMeterProvider(metricnoop.NewMeterProvider()))
 
-	p := deadline.Policy{Name: "search", MaxAttempts: 3, AttemptTimeout: 250 * time.Millisecond, Floor: 20 * time.Millisecond, Hooks: obs.Hooks()}
-	v, err := deadline.Do(context.Background(), deadline.New(time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
+	p := deadline.Policy{Name: "search", MaxAttempts: 3, AttemptTimeout: 5 * time.Second, Floor: 20 * time.Millisecond, Hooks: obs.Hooks()}
+	v, err := deadline.Do(context.Background(), deadline.New(10*time.Second), p, func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
 		if a.Number == 1 {
 			return "", deadline.Retryable(errors.New("503 Service Unavailable"))
 		}
@@ -44,9 +49,9 @@ func Example_observerHooks() {
 	}
 	// Output:
 	// results <nil>
-	// search attempt: deadline.attempt.number=1 deadline.attempt.granted_ms=250 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=error
-	// search attempt: deadline.attempt.number=2 deadline.attempt.granted_ms=250 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=completed
-	// search: deadline.budget_ms=1000 deadline.attempts=2 deadline.stop_reason=success deadline.verdict=ok
+	// search attempt: deadline.attempt.number=1 deadline.attempt.granted_ms=5000 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=error
+	// search attempt: deadline.attempt.number=2 deadline.attempt.granted_ms=5000 deadline.attempt.limited_by=ceiling deadline.attempt.ended_by=completed
+	// search: deadline.budget_ms=10000 deadline.attempts=2 deadline.stop_reason=success deadline.verdict=ok
 }
 
 // The verdict of a call stopped by a server's Retry-After that did not fit.

@@ -125,15 +125,23 @@ func TestCoreNATSQueueTime(t *testing.T) {
 // nothing pending for it and never redelivers it. A message the handler
 // leaves unacknowledged is redelivered after AckWait: the control that
 // shows the check can fail.
+//
+// The expired message is handled under a long AckWait: with 100 ms, a
+// loaded machine let AckWait pass between the delivery and the Term
+// reaching the server, which then redelivered it (rightly) and the check
+// never held. AckWait is shortened only for the control, once the expired
+// message is terminated: were it still pending, it would be redelivered
+// with the control, and the final count of its deliveries would show it.
 func TestJetStreamExpiredIsNotRedelivered(t *testing.T) {
 	_, js := broker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
 	require.NoError(t, err)
-	cons, err := js.CreateOrUpdateConsumer(ctx, "JOBS", jetstream.ConsumerConfig{
-		Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 100 * time.Millisecond, MaxDeliver: -1,
-	})
+	cfg := jetstream.ConsumerConfig{
+		Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: -1,
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, "JOBS", cfg)
 	require.NoError(t, err)
 
 	clk := newClocks()
@@ -177,6 +185,9 @@ func TestJetStreamExpiredIsNotRedelivered(t *testing.T) {
 
 	// The control: a message with budget left that the handler does not
 	// acknowledge is redelivered.
+	cfg.AckWait = 100 * time.Millisecond
+	_, err = js.CreateOrUpdateConsumer(ctx, "JOBS", cfg)
+	require.NoError(t, err)
 	long := deadline.NewContext(context.Background(), deadline.New(time.Hour))
 	_, err = js.PublishMsg(ctx, budgetnats.NewMsg(long, producer, "jobs.unacked", []byte("slow")))
 	require.NoError(t, err)
