@@ -1,8 +1,6 @@
 package interoptest
 
 import (
-	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -13,19 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	grpclog.SetLoggerV2(interopLogger{grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)})
+	grpclog.SetLoggerV2(Logger())
 	goleak.VerifyTestMain(m)
 }
-
-// interopLogger is grpclog's logger for the tests: silent, except that
-// Fatal panics instead of exiting, so that a failing interop case
-// (google.golang.org/grpc/interop reports through grpclog's Fatal) fails
-// its test rather than the whole binary.
-type interopLogger struct{ grpclog.LoggerV2 }
-
-func (interopLogger) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalln(args ...any)               { panic(fmt.Sprint(args...)) }
-func (interopLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
 // fixedPolicy is the deadlinegrpc package tests' policy: three attempts,
 // a 20ms floor, a fixed 10ms backoff.

@@ -9,7 +9,6 @@ replace (
 )
 
 require (
-	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
 	github.com/deadlinebudget/budget v0.1.0
 	github.com/deadlinebudget/budget/deadline/deadlinegrpc v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc v0.1.0
@@ -24,9 +23,12 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
+
 require (
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc/interoptest v0.0.0-00010101000000-000000000000
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -41,3 +43,5 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
+
+replace github.com/deadlinebudget/budget/deadline/deadlinegrpc/interoptest => ../../../deadline/deadlinegrpc/interoptest

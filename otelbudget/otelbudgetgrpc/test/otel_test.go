@@ -28,12 +28,13 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/deadline/deadlinegrpc/interoptest"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgrpc"
 )
 
 func TestMain(m *testing.M) {
-	grpclog.SetLoggerV2(newInteropLogger())
+	grpclog.SetLoggerV2(interoptest.Logger())
 	goleak.VerifyTestMain(m)
 }
 
