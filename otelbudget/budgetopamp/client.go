@@ -41,6 +41,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	status Status
+	last   *protobufs.RemoteConfigStatus // the answer to the last config received
 }
 
 // Status is what a [Client] has done so far.
@@ -83,8 +84,8 @@ type Status struct {
 //
 // Losing the connection changes nothing in the sink: the last ceilings
 // applied stay, and the process's own learning goes on. A config whose
-// hash is the one last applied is answered APPLIED without being applied
-// again. ctx bounds Start alone, not the client's life: a ctx already done
+// hash is the one last received is answered as it was, without being
+// applied (or refused) again. ctx bounds Start alone, not the client's life: a ctx already done
 // fails Start with its error. Invalid arguments or options fail Start with
 // a [*ConfigError] ([ErrInvalidConfig]), and nothing is started.
 func Start(ctx context.Context, endpoint string, sink Sink, opts ...Option) (*Client, error) {
@@ -193,37 +194,47 @@ func (c *Client) onConnectFailed(_ context.Context, err error) {
 }
 
 func (c *Client) onMessage(ctx context.Context, msg *types.MessageData) {
-	if msg.RemoteConfig == nil {
+	rc := msg.RemoteConfig
+	if rc == nil {
 		return
 	}
-	rc := msg.RemoteConfig
 	c.mu.Lock()
-	same := len(rc.ConfigHash) > 0 && bytes.Equal(rc.ConfigHash, c.status.Hash)
+	last := c.last
 	c.mu.Unlock()
-	status := &protobufs.RemoteConfigStatus{LastRemoteConfigHash: rc.ConfigHash, Status: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED}
-	if !same {
-		ceilings, err := c.read(rc)
-		if err == nil {
-			err = c.sink.SetPriors(ceilings.priors())
-		}
-		c.mu.Lock()
-		if err != nil {
-			c.status.Refused++
-			c.status.LastRefusal = err
-			status.Status = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED
-			status.ErrorMessage = err.Error()
-		} else {
-			c.status.Applied++
-			c.status.Ceilings, c.status.AppliedAt, c.status.Hash, c.status.LastRefusal = ceilings, time.Now(), bytes.Clone(rc.ConfigHash), nil
-		}
-		c.mu.Unlock()
-		if err != nil {
-			c.logger.WarnContext(ctx, "budgetopamp: fleet ceilings refused, the previous ones kept", "error", err, "hash", fmt.Sprintf("%x", rc.ConfigHash))
-		} else {
-			c.logger.InfoContext(ctx, "budgetopamp: fleet ceilings applied", "service", ceilings.Service, "steps", len(ceilings.Steps),
-				"computed_at", ceilings.ComputedAt, "hash", fmt.Sprintf("%x", rc.ConfigHash))
-		}
+	if last != nil && len(rc.ConfigHash) > 0 && bytes.Equal(rc.ConfigHash, last.LastRemoteConfigHash) {
+		// Sent again (a server answers each message whose status it has
+		// not seen yet with the config): the same answer, nothing redone.
+		c.report(ctx, last)
+		return
 	}
+	status := &protobufs.RemoteConfigStatus{LastRemoteConfigHash: bytes.Clone(rc.ConfigHash), Status: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED}
+	ceilings, err := c.read(rc)
+	if err == nil {
+		err = c.sink.SetPriors(ceilings.priors())
+	}
+	c.mu.Lock()
+	if err != nil {
+		c.status.Refused++
+		c.status.LastRefusal = err
+		status.Status = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED
+		status.ErrorMessage = err.Error()
+	} else {
+		c.status.Applied++
+		c.status.Ceilings, c.status.AppliedAt, c.status.Hash, c.status.LastRefusal = ceilings, time.Now(), bytes.Clone(rc.ConfigHash), nil
+	}
+	c.last = status
+	c.mu.Unlock()
+	if err != nil {
+		c.logger.WarnContext(ctx, "budgetopamp: fleet ceilings refused, the previous ones kept", "error", err, "hash", fmt.Sprintf("%x", rc.ConfigHash))
+	} else {
+		c.logger.InfoContext(ctx, "budgetopamp: fleet ceilings applied", "service", ceilings.Service, "steps", len(ceilings.Steps),
+			"computed_at", ceilings.ComputedAt, "hash", fmt.Sprintf("%x", rc.ConfigHash))
+	}
+	c.report(ctx, status)
+}
+
+// report sends status to the server with the next message.
+func (c *Client) report(ctx context.Context, status *protobufs.RemoteConfigStatus) {
 	if err := c.opamp.SetRemoteConfigStatus(status); err != nil {
 		c.logger.ErrorContext(ctx, "budgetopamp: reporting the remote config status", "error", err)
 	}
