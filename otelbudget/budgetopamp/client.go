@@ -39,6 +39,9 @@ type Client struct {
 	cfg    config
 	logger *slog.Logger
 
+	stopOnce sync.Once
+	stopErr  error
+
 	mu     sync.Mutex
 	status Status
 	last   *protobufs.RemoteConfigStatus // the answer to the last config received
@@ -46,8 +49,10 @@ type Client struct {
 
 // Status is what a [Client] has done so far.
 type Status struct {
-	// Connected is true while the WebSocket connection to the server is
-	// up (from its handshake until a read or write on it fails).
+	// Connected is true from the last successful WebSocket handshake with
+	// the server until an attempt to connect fails, or Stop: opamp-go
+	// reports a lost connection when its first reconnection fails, so a
+	// connection lost and made again at once leaves it true.
 	Connected bool
 	// ConnectError is the last failure to connect; nil once connected.
 	ConnectError error
@@ -149,15 +154,17 @@ func stringKV(k, v string) *protobufs.KeyValue {
 // Stop disconnects from the server and stops the client's goroutines,
 // waiting for them until ctx is done (then it returns ctx's error and they
 // end on their own soon after). The sink keeps the ceilings applied last.
-// Stop may be called once.
+// Later calls return the first call's result.
 func (c *Client) Stop(ctx context.Context) error {
-	if err := c.opamp.Stop(ctx); err != nil {
-		return fmt.Errorf("budgetopamp: stopping the OpAMP client: %w", err)
-	}
-	c.mu.Lock()
-	c.status.Connected = false
-	c.mu.Unlock()
-	return nil
+	c.stopOnce.Do(func() {
+		if err := c.opamp.Stop(ctx); err != nil {
+			c.stopErr = fmt.Errorf("budgetopamp: stopping the OpAMP client: %w", err)
+		}
+		c.mu.Lock()
+		c.status.Connected = false
+		c.mu.Unlock()
+	})
+	return c.stopErr
 }
 
 // Status returns what the client has done so far: a copy, safe to keep.

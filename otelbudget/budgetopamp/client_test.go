@@ -48,6 +48,8 @@ func start(t testing.TB, f *fleetServer, sink budgetopamp.Sink, opts ...budgetop
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		require.NoError(t, c.Stop(ctx))
+		require.NoError(t, c.Stop(ctx), "a second Stop returns the first's result")
+		assert.False(t, c.Status().Connected)
 	})
 	return c
 }
