@@ -90,9 +90,10 @@ type Status struct {
 // Losing the connection changes nothing in the sink: the last ceilings
 // applied stay, and the process's own learning goes on. A config whose
 // hash is the one last received is answered as it was, without being
-// applied (or refused) again. ctx bounds Start alone, not the client's life: a ctx already done
-// fails Start with its error. Invalid arguments or options fail Start with
-// a [*ConfigError] ([ErrInvalidConfig]), and nothing is started.
+// applied (or refused) again. ctx bounds Start alone, not the client's
+// life: a ctx already done fails Start with its error. Invalid arguments
+// or options fail Start with a [*ConfigError] ([ErrInvalidConfig]), and
+// nothing is started.
 func Start(ctx context.Context, endpoint string, sink Sink, opts ...Option) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
