@@ -129,11 +129,16 @@ func TestClientStartedFreshGetsTheCeilingsOnConnect(t *testing.T) {
 	t.Logf("cold start: %v from Start to Ceiling returning the fleet's ceiling (real time, loopback, connection included)", took)
 	assert.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, f.status(rc.ConfigHash).Status)
 
-	// Another service's client does not get them.
+	// Another service's client does not get them: it gets its own.
 	_, other := newLive(t, time.Second)
 	start(t, f, other, budgetopamp.WithServiceName("billing"))
 	f.agent("billing")
+	waitCeiling(t, other, "charge", 40*time.Millisecond, f.push("billing", remoteConfig(body(t, "billing", map[string]float64{"charge": 40}), budgetopamp.ContentType)))
 	_, ok := other.Ceiling("fetch")
+	assert.False(t, ok, "checkout's ceilings are not billing's")
+	lc, _ := live.Ceiling("fetch")
+	assert.Equal(t, 80*time.Millisecond, lc.Ceiling, "nor billing's checkout's")
+	_, ok = live.Ceiling("charge")
 	assert.False(t, ok)
 }
 
