@@ -293,10 +293,9 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 // The deadline.* attributes this package adds to the GenAI spans, beside the
 // observer's (docs/attributes.md).
 const (
-	// AttrAbandoned is true on an execute_tool (or chat) span whose tool
-	// (or model client) did not return within its lease, nor within
-	// Config.AbandonGrace after it, and was abandoned: the run went on
-	// without it. Absent otherwise.
+	// AttrAbandoned is true on an execute_tool span whose tool did not
+	// return within its lease, nor within Config.AbandonGrace after it,
+	// and was abandoned: the run went on without it. Absent otherwise.
 	AttrAbandoned = attribute.Key("deadline.abandoned")
 	// AttrAbandonedTools counts, on the invoke_agent span, the tool calls
 	// of the run that were abandoned; absent when none.

@@ -48,8 +48,8 @@ type Config struct {
 	// cannot finish ends with the typed stop. Must be >= 0.
 	Reserve time.Duration
 
-	// AbandonGrace is how long a call whose lease has ended is given to
-	// return before it is abandoned (its goroutine left running, its
+	// AbandonGrace is how long a tool call whose lease has ended is given
+	// to return before it is abandoned (its goroutine left running, its
 	// result discarded, the abandonment reported). 0: 1ms. Must be >= 0.
 	AbandonGrace time.Duration
 

@@ -17,13 +17,19 @@ import (
 // Model wraps m so that each of its calls made under a run ([Budget.Start],
 // [Budget.Run]) is leased out of the run's deadline with the model policy:
 // refused at or below the floor (the floor raised by the reserve, but for
-// the final call), cut at its lease's end (a model client that ignores its
-// context is abandoned), retried when the provider's answer allows it (see
+// the final call), cut at its lease's end (the client must honour its
+// context: a model call is never abandoned, see below), retried when the provider's answer allows it (see
 // [Budget.Transport]) after the wait it asked for, never past the deadline.
 // A call stopped by the budget returns the [*deadline.StopError] that names
 // the step ("chat {model}"). The final call, once the budget cannot fit
 // another turn, is made to m without the tools bound by WithTools, so that
 // the model answers.
+//
+// Unlike a tool, a model call whose client ignores its context is waited
+// for: model clients fire Eino's callbacks themselves, and a callback that
+// fires after the run has ended makes Eino panic (it sends to the agent's
+// closed event generator), so abandoning one is not safe. eino-ext's
+// clients, over net/http, return as soon as the lease's context ends.
 //
 // Outside a run (no [Run] in the context) the calls go to m unchanged.
 // Stream is served by Generate, within the lease, and returned as a
@@ -102,11 +108,18 @@ func (m *budgetModel) Stream(ctx context.Context, input []*schema.Message, opts 
 // callHooks returns the hooks that give the observer's call span of a step
 // its GenAI attributes, and keep the span for the attempt to add what the
 // answer says.
-func (b *Budget) callHooks(p deadline.Policy, attrs []attribute.KeyValue, span *trace.Span) *deadline.Hooks {
+// With a tool (not nil), the context below the span carries it
+// (genai.ContextWithToolCall), for an MCP client to find.
+func (b *Budget) callHooks(p deadline.Policy, attrs []attribute.KeyValue, span *trace.Span, tool *genai.ToolCall) *deadline.Hooks {
 	own := &deadline.Hooks{CallStart: func(ctx context.Context, _ deadline.CallInfo) context.Context {
 		s := trace.SpanFromContext(ctx)
 		s.SetAttributes(attrs...)
 		*span = s
+		if tool != nil {
+			tc := *tool
+			tc.Span = s
+			return genai.ContextWithToolCall(ctx, tc)
+		}
 		return nil
 	}}
 	return deadline.Compose(b.obs.Hooks(), own, p.Hooks)
@@ -128,15 +141,15 @@ func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Contex
 		attrs = append(attrs, AttrFinalCall.Bool(true))
 	}
 	span := trace.SpanFromContext(context.Background()) // a no-op span until CallStart
-	p.Hooks = b.callHooks(p, attrs, &span)
+	p.Hooks = b.callHooks(p, attrs, &span, nil)
 	msg, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, _ deadline.AttemptInfo) (*schema.Message, error) {
+		// The model call is waited for, never abandoned: model clients
+		// run Eino's callbacks themselves (eino-ext's do), and a callback
+		// fired after the run has ended sends to the agent's closed event
+		// generator, which panics. The lease's context ends the call: an
+		// HTTP model client returns as soon as it is canceled.
 		a := &answer{}
-		msg, abandoned, err := abandonable(withAnswer(ctx, a), b.grace, func(ctx context.Context) (*schema.Message, error) {
-			return call(ctx, final)
-		})
-		if abandoned {
-			span.SetAttributes(AttrAbandoned.Bool(true))
-		}
+		msg, err := call(withAnswer(ctx, a), final)
 		if err != nil {
 			return nil, a.classify(err)
 		}
