@@ -22,7 +22,7 @@ import (
 func Example() {
 	b, err := otelbudgeteino.New(otelbudgeteino.Config{
 		Agent: "planner", Provider: genai.ProviderOpenAI, ModelName: "gpt-4o",
-		Reserve: 100 * time.Millisecond, // kept back for a final model call
+		Reserve: 300 * time.Millisecond, // kept back for a final model call
 	})
 	if err != nil {
 		panic(err)
@@ -38,7 +38,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := b.Run(context.Background(), deadline.New(300*time.Millisecond), agent,
+	res, err := b.Run(context.Background(), deadline.New(time.Second), agent,
 		[]adk.Message{schema.UserMessage("When was the bridge built?")})
 	fmt.Println(err, res.Final, res.Answer.Content)
 	fmt.Println(res.Stop.Name, res.Stop.Reason)
@@ -63,7 +63,7 @@ func ExampleBudget_Run_stop() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = b.Run(context.Background(), deadline.New(300*time.Millisecond), agent,
+	_, err = b.Run(context.Background(), deadline.New(time.Second), agent,
 		[]adk.Message{schema.UserMessage("When was the bridge built?")})
 	stop, _ := errors.AsType[*deadline.StopError](err)
 	fmt.Println(stop.Name, stop.Reason, errors.Is(err, context.DeadlineExceeded))
@@ -91,7 +91,7 @@ func (s scripted) WithTools(tools []*schema.ToolInfo) (model.ToolCallingChatMode
 	return scripted{tools: tools}, nil
 }
 
-// slowLookup takes a second, honouring its context.
+// slowLookup takes five seconds, honouring its context.
 type slowLookup struct{}
 
 func (slowLookup) Info(context.Context) (*schema.ToolInfo, error) {
@@ -100,7 +100,7 @@ func (slowLookup) Info(context.Context) (*schema.ToolInfo, error) {
 
 func (slowLookup) InvokableRun(ctx context.Context, _ string, _ ...tool.Option) (string, error) {
 	select {
-	case <-time.After(time.Second):
+	case <-time.After(5 * time.Second):
 		return "1883", nil
 	case <-ctx.Done():
 		return "", ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cloudwego/eino/adk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -107,4 +109,36 @@ func TestEinoDefaultsOverrun(t *testing.T) {
 			time.Sleep(5 * time.Second)
 		})
 	}
+}
+
+// TestEinoDefaultsRetrySleep measures Eino's own retry with a 2s
+// BackoffFunc against a provider that answers 429 with retry-after-ms
+// 2000, under a 1s context timeout: Eino sleeps past the deadline and
+// sends requests after it. The same agent through the Budget
+// (TestRetryAfterMsBeyondBudget) returns at once with the typed stop.
+func TestEinoDefaultsRetrySleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &provider{turns: 0, toolFor: func(int) string { return "lookup" }, reject: func(int) (int, http.Header) {
+			return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {"2000"}}
+		}}
+		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
+		retry := &adk.ModelRetryConfig{MaxRetries: 2, BackoffFunc: func(context.Context, int) time.Duration { return 2 * time.Second }}
+		a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{p}, retry)
+		start := time.Now()
+		answer, err, took := a.runDefault(budget)
+		late := 0
+		for _, r := range p.requests() {
+			if r.at.Sub(start) >= budget {
+				late++
+			}
+		}
+		t.Logf("Eino defaults, 429 retry-after-ms 2000, BackoffFunc 2s: run took %v (deadline %v), %d model attempts, %d started after the deadline, err %v",
+			took, budget, len(p.requests()), late, err)
+		require.Error(t, err)
+		assert.Nil(t, answer)
+		assert.Greater(t, took, budget+time.Second, "Eino's retry sleeps past the deadline")
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "Eino's retry error unwraps to its own sentinel only")
+		_, typed := errors.AsType[*deadline.StopError](err)
+		assert.False(t, typed)
+	})
 }
