@@ -85,7 +85,11 @@ type Run struct {
 	start time.Time
 
 	final atomic.Bool // the next model call is the final one, in the reserve
-	mu    sync.Mutex
+	// stopped is closed when the budget stopped a call with an error that
+	// ends the run (Run returns then, without waiting for Eino to unwind).
+	stopped  chan struct{}
+	stopOnce sync.Once
+	mu       sync.Mutex
 	res   Result
 	ended bool
 
@@ -127,7 +131,7 @@ func (b *Budget) Start(ctx context.Context, d deadline.Deadline, agent string) (
 	if b.cfg.ModelName != "" {
 		attrs = append(attrs, genai.RequestModelKey.String(b.cfg.ModelName))
 	}
-	r := &Run{b: b, d: d, agent: agent, start: time.Now()}
+	r := &Run{b: b, d: d, agent: agent, start: time.Now(), stopped: make(chan struct{})}
 	ctx, r.span = b.obs.StartRun(ctx, genai.InvokeAgentSpanName(agent), d, trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, runKey{}, r), r, nil
 }
@@ -146,6 +150,22 @@ func (r *Run) recordStop(err error) {
 		r.res.Stop = stop
 	}
 	r.mu.Unlock()
+}
+
+// endsRun records err, the error a call returns to Eino, and when it is a
+// stop of the budget signals that the run is over.
+func (r *Run) endsRun(err error) {
+	r.recordStop(err)
+	if stop, ok := errors.AsType[*deadline.StopError](err); ok && stop.Reason.Budget() {
+		r.stopOnce.Do(func() { close(r.stopped) })
+	}
+}
+
+// stop returns the stop recorded, nil when none.
+func (r *Run) stop() *deadline.StopError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.res.Stop
 }
 
 func (r *Run) abandon(a Abandoned) {
@@ -247,6 +267,13 @@ func errorType(err error) string {
 // agent's answer: its last assistant message without tool calls. The agent's
 // model must be this Budget's [Budget.Model] and its tools' middleware
 // [Budget.ToolMiddleware] for the calls to be budgeted; Run does not check.
+//
+// Run returns as soon as the run is over, without waiting for Eino to
+// unwind: when Eino's events end, when the budget stops a call with the
+// error that ends the run (its [*deadline.StopError] is returned), when d
+// passes (a StopError with ReasonDeadline naming "invoke_agent {agent}"), or
+// when ctx ends. Eino then finishes on a goroutine of its own, whose calls
+// the budget refuses.
 func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, msgs []adk.Message, opts ...adk.AgentRunOption) (*Result, error) {
 	if agent == nil {
 		return nil, &deadline.PolicyError{Field: "agent", Value: "nil", Allowed: "an adk.Agent"}
@@ -259,35 +286,72 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 	if err != nil {
 		return nil, err
 	}
+	type outcome struct {
+		answer *schema.Message
+		err    error
+	}
+	done := make(chan outcome, 1) // buffered: Eino may unwind after Run has returned
 	it := adk.NewRunner(ctx, adk.RunnerConfig{Agent: agent}).Run(ctx, msgs, opts...)
-	var answer *schema.Message
-	var runErr error
-	for {
-		ev, ok := it.Next()
-		if !ok {
-			break
+	go func() {
+		var o outcome
+		for {
+			ev, ok := it.Next()
+			if !ok {
+				break
+			}
+			if ev.Err != nil {
+				o.err = ev.Err
+				continue
+			}
+			if ev.Output == nil || ev.Output.MessageOutput == nil {
+				continue
+			}
+			mv := ev.Output.MessageOutput
+			msg, err := mv.GetMessage()
+			if err != nil {
+				o.err = err
+				continue
+			}
+			if msg != nil && mv.Role == schema.Assistant && len(msg.ToolCalls) == 0 {
+				o.answer = msg
+			}
 		}
-		if ev.Err != nil {
-			runErr = ev.Err
-			continue
+		if o.err != nil {
+			o.answer = nil
 		}
-		if ev.Output == nil || ev.Output.MessageOutput == nil {
-			continue
-		}
-		mv := ev.Output.MessageOutput
-		msg, err := mv.GetMessage()
-		if err != nil {
-			runErr = err
-			continue
-		}
-		if msg != nil && mv.Role == schema.Assistant && len(msg.ToolCalls) == 0 {
-			answer = msg
+		done <- o
+	}()
+	timer := time.NewTimer(run.d.Remaining())
+	defer timer.Stop()
+	finished := func() (outcome, bool) {
+		select {
+		case o := <-done:
+			return o, true
+		default:
+			return outcome{}, false
 		}
 	}
-	if runErr != nil {
-		answer = nil
+	select {
+	case o := <-done:
+		return run.End(o.answer, o.err)
+	case <-run.stopped:
+		// The budget stopped a call and the run is over: return its stop
+		// now, and let Eino unwind on its own goroutine.
+		if o, ok := finished(); ok {
+			return run.End(o.answer, o.err)
+		}
+		return run.End(nil, run.stop())
+	case <-timer.C:
+		if o, ok := finished(); ok {
+			return run.End(o.answer, o.err)
+		}
+		return run.End(nil, &deadline.StopError{Name: genai.InvokeAgentSpanName(run.agent), Reason: deadline.ReasonDeadline, Remaining: run.d.Remaining()})
+	case <-ctx.Done():
+		if o, ok := finished(); ok {
+			return run.End(o.answer, o.err)
+		}
+		return run.End(nil, context.Cause(ctx))
 	}
-	return run.End(answer, runErr)
 }
 
 // The deadline.* attributes this package adds to the GenAI spans, beside the

@@ -160,7 +160,7 @@ func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Contex
 		return msg, nil
 	})
 	if err != nil {
-		r.recordStop(err)
+		r.endsRun(err)
 		return nil, err
 	}
 	r.resetRetries()

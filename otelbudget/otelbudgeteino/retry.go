@@ -93,7 +93,7 @@ func (r *Run) grantRetry(err error) bool {
 		if asked {
 			reason = deadline.ReasonRetryAfterTooLong
 		}
-		r.recordStop(&deadline.StopError{Name: b.modelStep, Reason: reason, Attempts: r.retryN, Last: err, Remaining: left, Floor: floor, Wait: wait})
+		r.endsRun(&deadline.StopError{Name: b.modelStep, Reason: reason, Attempts: r.retryN, Last: err, Remaining: left, Floor: floor, Wait: wait})
 		return false
 	}
 	r.retryWait = wait

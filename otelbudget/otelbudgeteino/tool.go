@@ -122,11 +122,12 @@ func (b *Budget) callTool(ctx context.Context, r *Run, in *compose.ToolInput, ca
 	if err == nil {
 		return s, nil
 	}
-	r.recordStop(err)
 	var stop *deadline.StopError
 	if b.cfg.Reserve > 0 && errors.As(err, &stop) && stop.Reason.Budget() {
+		r.recordStop(err)
 		r.final.Store(true)
 		return fmt.Sprintf("The tool %s was stopped before it finished (%s): the run's time is nearly spent. Answer now with what you have.", in.Name, stop.Reason), nil
 	}
+	r.endsRun(err)
 	return "", err
 }
