@@ -90,8 +90,8 @@ type Run struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 	mu       sync.Mutex
-	res   Result
-	ended bool
+	res      Result
+	ended    bool
 
 	retryMu   sync.Mutex
 	retryWait time.Duration // the wait ModelRetryConfig's IsRetryAble granted
