@@ -40,7 +40,7 @@ func TestStartNeedsADeadline(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = b.Start(context.Background(), deadline.Deadline{}, "")
 	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
-	//nolint:staticcheck // a nil context is what is tested
+	//lint:ignore SA1012 a nil context is what is tested
 	_, _, err = b.Start(nil, deadline.New(time.Second), "")
 	assert.ErrorIs(t, err, deadline.ErrInvalidPolicy)
 	_, err = b.Run(context.Background(), deadline.New(time.Second), nil, nil)

@@ -119,15 +119,15 @@ func newAgent(t testing.TB, b *otelbudgeteino.Budget, p *provider, lk *lookup, b
 }
 
 // run runs the agent once under a budget, through the Budget.
-func (a *agentSetup) run(ctx context.Context, budget time.Duration) (*otelbudgeteino.Result, error, time.Duration) {
+func (a *agentSetup) run(ctx context.Context, budget time.Duration) (*otelbudgeteino.Result, time.Duration, error) {
 	start := time.Now()
 	res, err := a.b.Run(ctx, deadline.New(budget), a.agent, []adk.Message{schema.UserMessage("find it")})
-	return res, err, time.Since(start)
+	return res, time.Since(start), err
 }
 
 // runDefault runs the agent as a user can today: a context timeout and
 // Eino's runner, nothing else.
-func (a *agentSetup) runDefault(budget time.Duration) (answer *schema.Message, err error, took time.Duration) {
+func (a *agentSetup) runDefault(budget time.Duration) (answer *schema.Message, took time.Duration, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
@@ -147,7 +147,7 @@ func (a *agentSetup) runDefault(budget time.Duration) (answer *schema.Message, e
 			}
 		}
 	}
-	return answer, err, time.Since(start)
+	return answer, time.Since(start), err
 }
 
 func (l *lookup) done() int {

@@ -84,7 +84,7 @@ func TestSlowToolStopsInsideDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(4, false)
 		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-		res, err, took := a.run(context.Background(), budget)
+		res, took, err := a.run(context.Background(), budget)
 		assert.LessOrEqual(t, took, budget, "the run returned inside its deadline")
 		assertTypedStop(t, err, "execute_tool lookup")
 		assert.Nil(t, res.Answer)
@@ -100,7 +100,7 @@ func TestToolIgnoringContextIsAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(3, true)
 		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-		res, err, took := a.run(context.Background(), budget)
+		res, took, err := a.run(context.Background(), budget)
 		assert.LessOrEqual(t, took, budget)
 		stop := assertTypedStop(t, err, "execute_tool lookup")
 		assert.Equal(t, deadline.ReasonDeadline, stop.Reason)
@@ -120,7 +120,7 @@ func TestReserveGivesAnAnswer(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p, lk := tenTurns(4, ignore)
 			a := newAgent(t, newBudget(t, 200*time.Millisecond), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-			res, err, took := a.run(context.Background(), budget)
+			res, took, err := a.run(context.Background(), budget)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, took, budget)
 			require.NotNil(t, res.Answer)
@@ -147,7 +147,7 @@ func TestRetryAfterMsHonoured(t *testing.T) {
 		}}
 		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
 		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-		res, err, _ := a.run(context.Background(), budget)
+		res, _, err := a.run(context.Background(), budget)
 		require.NoError(t, err)
 		assert.Equal(t, "answer after 0 tool calls", res.Answer.Content)
 		reqs := p.requests()
@@ -165,7 +165,7 @@ func TestRetryAfterMsBeyondBudget(t *testing.T) {
 		}}
 		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
 		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-		_, err, took := a.run(context.Background(), budget)
+		_, took, err := a.run(context.Background(), budget)
 		stop := assertTypedStop(t, err, "chat gpt-4o")
 		assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
 		assert.Equal(t, 2*time.Second, stop.Wait)
@@ -198,7 +198,7 @@ func TestEinoRetryConfigConsultsBudget(t *testing.T) {
 				lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
 				b := newBudget(t, 0, func(c *otelbudgeteino.Config) { c.Model.MaxAttempts = 1 })
 				a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, b.ModelRetryConfig(3))
-				res, err, took := a.run(context.Background(), budget)
+				res, took, err := a.run(context.Background(), budget)
 				reqs := p.requests()
 				require.Len(t, reqs, tc.requests)
 				if tc.wantErr {
@@ -221,7 +221,7 @@ func TestModelRefusedBelowFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(100, false)
 		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-		_, err, _ := a.run(context.Background(), floor)
+		_, _, err := a.run(context.Background(), floor)
 		stop := assertTypedStop(t, err, "chat gpt-4o")
 		assert.Equal(t, deadline.ReasonRefused, stop.Reason)
 		assert.Empty(t, p.requests())

@@ -51,7 +51,7 @@ func TestOvershootTenTurns(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p, lk := tenTurns(slowFrom, ignore)
 				a := newAgent(t, newBudget(t, reserve), p, lk, "http://provider.test/v1", memTransport{p}, nil)
-				res, err, took := a.run(context.Background(), budget)
+				res, took, err := a.run(context.Background(), budget)
 				over = append(over, took-budget)
 				if res != nil && res.Answer != nil {
 					answers++
@@ -96,7 +96,7 @@ func TestEinoDefaultsOverrun(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p, lk := tenTurns(4, ignore)
 			a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{p}, nil)
-			answer, err, took := a.runDefault(budget)
+			answer, took, err := a.runDefault(budget)
 			t.Logf("Eino defaults, tool ignoring its context %v: run took %v (deadline %v), %d model calls, %d tool calls, answer %v, err %v",
 				ignore, took, budget, len(p.requests()), len(lk.calls()), answer != nil, err)
 			require.Error(t, err)
@@ -125,7 +125,7 @@ func TestEinoDefaultsRetrySleep(t *testing.T) {
 		retry := &adk.ModelRetryConfig{MaxRetries: 2, BackoffFunc: func(context.Context, int) time.Duration { return 2 * time.Second }}
 		a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{p}, retry)
 		start := time.Now()
-		answer, err, took := a.runDefault(budget)
+		answer, took, err := a.runDefault(budget)
 		late := 0
 		for _, r := range p.requests() {
 			if r.at.Sub(start) >= budget {

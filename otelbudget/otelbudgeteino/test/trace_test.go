@@ -77,7 +77,7 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 	b := newBudget(t, 0, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
 	lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return time.Millisecond }}
 	a := newAgent(t, b, p, lk, srv.URL+"/v1", nil, nil)
-	res, err, _ := a.run(context.Background(), 10*time.Second)
+	res, _, err := a.run(context.Background(), 10*time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, res.Answer)
 
@@ -90,7 +90,7 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
 			k := string(kv.Key)
-			attrs[k] = kv.Value.Emit()
+			attrs[k] = kv.Value.String()
 			if !strings.HasPrefix(k, "deadline.") {
 				assert.True(t, reg.keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
 			}

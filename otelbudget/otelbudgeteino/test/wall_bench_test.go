@@ -57,7 +57,7 @@ func BenchmarkWallClockOvershoot(b *testing.B) {
 						c.Model.AttemptTimeout = 0
 					})
 					a := newAgent(b, bud, p, lk, srv.URL+"/v1", &http.Transport{}, nil)
-					res, err, took := a.run(context.Background(), budget)
+					res, took, err := a.run(context.Background(), budget)
 					mu.Lock()
 					defer mu.Unlock()
 					over = append(over, took-budget)
