@@ -92,6 +92,7 @@ type Run struct {
 	mu       sync.Mutex
 	res      Result
 	ended    bool
+	inflight []string // the steps of the calls in flight, in the order they started
 
 	retryMu   sync.Mutex
 	retryWait time.Duration // the wait ModelRetryConfig's IsRetryAble granted
@@ -159,6 +160,35 @@ func (r *Run) endsRun(err error) {
 	if stop, ok := errors.AsType[*deadline.StopError](err); ok && stop.Reason.Budget() {
 		r.stopOnce.Do(func() { close(r.stopped) })
 	}
+}
+
+// enter records that a call of step started; the function it returns
+// records that it ended.
+func (r *Run) enter(step string) func() {
+	r.mu.Lock()
+	r.inflight = append(r.inflight, step)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i := len(r.inflight) - 1; i >= 0; i-- {
+			if r.inflight[i] == step {
+				r.inflight = append(r.inflight[:i], r.inflight[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// stepAtDeadline names the step the deadline caught: the latest call still
+// in flight, else the run itself.
+func (r *Run) stepAtDeadline() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.inflight); n > 0 {
+		return r.inflight[n-1]
+	}
+	return genai.InvokeAgentSpanName(r.agent)
 }
 
 // stop returns the stop recorded, nil when none.
@@ -271,7 +301,8 @@ func errorType(err error) string {
 // Run returns as soon as the run is over, without waiting for Eino to
 // unwind: when Eino's events end, when the budget stops a call with the
 // error that ends the run (its [*deadline.StopError] is returned), when d
-// passes (a StopError with ReasonDeadline naming "invoke_agent {agent}"), or
+// passes (a StopError with ReasonDeadline naming the step of the latest call
+// still in flight, else "invoke_agent {agent}"), or
 // when ctx ends. Eino then finishes on a goroutine of its own, whose calls
 // the budget refuses.
 func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, msgs []adk.Message, opts ...adk.AgentRunOption) (*Result, error) {
@@ -345,7 +376,12 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 		if o, ok := finished(); ok {
 			return run.End(o.answer, o.err)
 		}
-		return run.End(nil, &deadline.StopError{Name: genai.InvokeAgentSpanName(run.agent), Reason: deadline.ReasonDeadline, Remaining: run.d.Remaining()})
+		if stop := run.stop(); stop != nil {
+			return run.End(nil, stop) // the stop that ended the run, if the timer won the race
+		}
+		// A call whose lease has ended may not have returned yet: the stop
+		// names it, else the run.
+		return run.End(nil, &deadline.StopError{Name: run.stepAtDeadline(), Reason: deadline.ReasonDeadline, Remaining: run.d.Remaining()})
 	case <-ctx.Done():
 		if o, ok := finished(); ok {
 			return run.End(o.answer, o.err)

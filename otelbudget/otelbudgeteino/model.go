@@ -142,6 +142,7 @@ func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Contex
 	}
 	span := trace.SpanFromContext(context.Background()) // a no-op span until CallStart
 	p.Hooks = b.callHooks(p, attrs, &span, nil)
+	defer r.enter(p.Name)()
 	msg, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, _ deadline.AttemptInfo) (*schema.Message, error) {
 		// The model call is waited for, never abandoned: model clients
 		// run Eino's callbacks themselves (eino-ext's do), and a callback

@@ -110,6 +110,7 @@ func (b *Budget) callTool(ctx context.Context, r *Run, in *compose.ToolInput, ca
 	p.Floor += b.cfg.Reserve
 	span := trace.SpanFromContext(context.Background())
 	p.Hooks = b.callHooks(p, genai.ExecuteToolAttributes(in.Name, in.CallID, genai.ToolTypeFunction), &span, &genai.ToolCall{Name: in.Name, CallID: in.CallID})
+	defer r.enter(p.Name)()
 	s, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
 		start := time.Now()
 		s, abandoned, err := abandonable(ctx, b.grace, call)
