@@ -8,10 +8,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -124,4 +126,41 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int{"invoke_agent": 1, "chat": 4, "execute_tool": 3}, byName)
+}
+
+// The attributes otelbudgeteino adds (docs/attributes.md): the abandoned
+// tool on its execute_tool span and counted on the run's span, and the
+// final call in the reserve on its chat span, each with its documented type.
+func TestAgentAttributes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		b := newBudget(t, 200*time.Millisecond, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
+		p, lk := tenTurns(3, true)
+		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		res, _, err := a.run(context.Background(), budget)
+		require.NoError(t, err)
+		require.True(t, res.Final)
+		time.Sleep(5 * time.Second) // the abandoned tool finishes
+		var abandoned, final, runCount int
+		for _, s := range rec.Ended() {
+			for _, kv := range s.Attributes() {
+				switch kv.Key {
+				case otelbudgeteino.AttrAbandoned:
+					assert.Equal(t, "execute_tool lookup", s.Name())
+					assert.Equal(t, attribute.BOOL, kv.Value.Type())
+					abandoned++
+				case otelbudgeteino.AttrFinalCall:
+					assert.Equal(t, "chat gpt-4o", s.Name())
+					assert.Equal(t, attribute.BOOL, kv.Value.Type())
+					final++
+				case otelbudgeteino.AttrAbandonedTools:
+					assert.Equal(t, "invoke_agent planner", s.Name())
+					assert.Equal(t, int64(1), kv.Value.AsInt64())
+					runCount++
+				}
+			}
+		}
+		assert.Equal(t, []int{1, 1, 1}, []int{abandoned, final, runCount})
+	})
 }
