@@ -7,13 +7,29 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
 )
+
+// methodToolsCall is the MCP method of a tool call.
+const methodToolsCall = "tools/call"
+
+// mcpAttributes keeps the MCP-specific attributes of attrs (not the GenAI
+// ones an execute_tool span already has).
+func mcpAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, 0, len(attrs))
+	for _, kv := range attrs {
+		switch kv.Key {
+		case mcpMethodNameKey, mcpSessionIDKey, genai.NetworkTransportKey:
+			out = append(out, kv)
+		}
+	}
+	return out
+}
 
 // ErrorTypeToolError is error.type on a CLIENT span whose tool call
 // answered a result with isError true, as MCP's semantic conventions say.
@@ -29,10 +45,16 @@ const ErrorTypeToolError = "tool_error"
 //     carrying the deadline.attempt.* attributes (no INTERNAL attempt span
 //     beside it);
 //   - named "{mcp.method.name} {tool}" ("tools/call search") or the
-//     method alone, with mcp.method.name, gen_ai.tool.name for a tool call
-//     and mcp.session.id when the transport has one (the keys of
-//     semantic conventions v1.41.0, declared in this package: the Go
-//     semconv packages from v1.42.0 on no longer generate them);
+//     method alone, with mcp.method.name, gen_ai.tool.name and
+//     gen_ai.operation.name "execute_tool" for a tool call, mcp.session.id
+//     when the transport has one, network.transport ([WithNetworkTransport],
+//     or found by [Transport]) and jsonrpc.request.id (set by [Transport]),
+//     in the GenAI conventions package otelbudget/genai pins;
+//   - below the execute_tool span of a GenAI instrumentation (an agent
+//     framework's tool call: genai.ToolCallFromContext) when one is active:
+//     the span is a descendant of it, carries its gen_ai.tool.call.id, and
+//     the execute_tool span gets the MCP attributes (mcp.method.name,
+//     mcp.session.id, network.transport), as the MCP conventions ask;
 //   - status Error with error.type when the request failed, or when a tool
 //     answered isError ([ErrorTypeToolError]); a caller's cancellation is
 //     not an error;
@@ -56,11 +78,12 @@ func ClientMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ClientOption,
 		return nil, err
 	}
 	tracer := obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, newConfig(otelOpts).prop)}, nil
+	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, newConfig(otelOpts))}, nil
 }
 
 // attemptSpans records each request it sends as a CLIENT span.
-func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Middleware {
+func attemptSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
+	prop := cfg.prop
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -68,8 +91,21 @@ func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.M
 			}
 			p := params(req)
 			name, attrs := spanName(method, p, req.GetSession())
+			if cfg.transport != "" {
+				attrs = append(attrs, genai.NetworkTransportKey.String(cfg.transport))
+			}
+			if tc, ok := genai.ToolCallFromContext(ctx); ok && method == methodToolsCall {
+				// A GenAI instrumentation traces this tool's execution:
+				// its execute_tool span gets the MCP attributes, as the
+				// conventions ask, and this span, below it, its call id.
+				if tc.CallID != "" {
+					attrs = append(attrs, genai.ToolCallIDKey.String(tc.CallID))
+				}
+				tc.Span.SetAttributes(mcpAttributes(attrs)...)
+			}
 			ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 			defer span.End()
+			ctx = context.WithValue(ctx, clientSpanKey{}, clientSpan{span, cfg.transport != ""})
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
 					prop.Inject(ctx, metaCarrier(m))
@@ -84,12 +120,15 @@ func attemptSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.M
 
 // spanName is a request span's name and attributes.
 func spanName(method string, p mcp.Params, session mcp.Session) (string, []attribute.KeyValue) {
-	attrs := make([]attribute.KeyValue, 0, 3)
+	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, mcpMethodNameKey.String(method))
-	name := method
-	if tool := target(p); tool != "" {
-		name = method + " " + tool
+	tool := target(p)
+	name := genai.SpanName(method, tool)
+	if tool != "" {
 		attrs = append(attrs, genAIToolNameKey.String(tool))
+	}
+	if method == methodToolsCall {
+		attrs = append(attrs, genai.OperationNameKey.String(genai.OperationExecuteTool))
 	}
 	if session != nil {
 		if id := session.ID(); id != "" {

@@ -13,7 +13,22 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	prop propagation.TextMapPropagator
+	prop      propagation.TextMapPropagator
+	transport string
+}
+
+// WithNetworkTransport sets network.transport on every span: "tcp" (or
+// "quic") for MCP over HTTP, "pipe" for stdio, as the MCP conventions say
+// (genai.NetworkTransportTCP, genai.NetworkTransportPipe). Without it, a
+// client span gets the value [Transport] finds for its transport, and a
+// server span "tcp" when the request came over HTTP; otherwise none. An
+// empty v keeps the default.
+func WithNetworkTransport(v string) Option {
+	return optionFunc(func(c *config) {
+		if v != "" {
+			c.transport = v
+		}
+	})
 }
 
 // WithPropagators sets the propagator that carries the trace context in a

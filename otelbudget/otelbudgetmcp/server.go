@@ -9,13 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
 )
 
 // ServerMiddleware returns the receiving middleware to install, in this
@@ -58,7 +58,7 @@ func ServerMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ServerOption,
 		return nil, err
 	}
 	tracer := obs.TracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{serverSpans(tracer, newConfig(otelOpts).prop), s.Middleware(), endedBy}, nil
+	return []mcp.Middleware{serverSpans(tracer, newConfig(otelOpts)), s.Middleware(), endedBy}, nil
 }
 
 // serverState is what the three middlewares of one request share: the
@@ -78,7 +78,8 @@ func state(ctx context.Context) *serverState {
 }
 
 // serverSpans starts a SERVER span per inbound request.
-func serverSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Middleware {
+func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
+	prop := cfg.prop
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -91,6 +92,12 @@ func serverSpans(tracer trace.Tracer, prop propagation.TextMapPropagator) mcp.Mi
 				}
 			}
 			name, attrs := spanName(method, p, req.GetSession())
+			switch {
+			case cfg.transport != "":
+				attrs = append(attrs, genai.NetworkTransportKey.String(cfg.transport))
+			case req.GetExtra() != nil && req.GetExtra().Header != nil:
+				attrs = append(attrs, genai.NetworkTransportKey.String(genai.NetworkTransportTCP))
+			}
 			ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 			defer span.End()
 			st := &serverState{}

@@ -153,6 +153,9 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.server.completion_samples":      "the demo's providers have no learned admission: otelbudget/test/otelbudgethttp's and otelbudgetgrpc's admission tests set it",
 		"deadline.server.probe":                   "the demo's providers have no learned admission: otelbudget/test/otelbudgethttp's and otelbudgetgrpc's admission tests set it",
 		"deadline.server.queue_wait_ms":           "the demo's providers have no admission queue: otelbudget/test/otelbudgethttp's and otelbudgetgrpc's admission tests set it",
+		"deadline.abandoned":                      "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
+		"deadline.agent.final_call":               "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
+		"deadline.run.abandoned_tools":            "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}

@@ -1,0 +1,166 @@
+package test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
+)
+
+// registry is otelbudget/genai/testdata/registry-keys.txt: the keys and
+// span-name formats copied from the pinned conventions' YAML.
+type registry struct {
+	keys  map[string]bool
+	spans map[string]string
+}
+
+func readRegistry(t *testing.T) registry {
+	t.Helper()
+	f, err := os.Open("../../genai/testdata/registry-keys.txt")
+	require.NoError(t, err)
+	defer f.Close()
+	r := registry{keys: map[string]bool{}, spans: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch fields[0] {
+		case "key":
+			r.keys[fields[1]] = true
+		case "span":
+			r.spans[fields[1]] = strings.Join(fields[2:], " ")
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, r.keys)
+	return r
+}
+
+// name fills a pinned span-name format with a span's attributes.
+func (r registry) name(t *testing.T, typ string, attrs map[string]string) string {
+	t.Helper()
+	f, ok := r.spans[typ]
+	require.True(t, ok, "span type %s in the pinned conventions", typ)
+	for k, v := range attrs {
+		f = strings.ReplaceAll(f, "{"+k+"}", v)
+	}
+	require.NotContains(t, f, "{", "every placeholder of %s filled", typ)
+	return f
+}
+
+// One run on loopback, its spans recorded: one trace, the GenAI names and
+// keys of the pinned conventions, and the budget's attributes on every model
+// and tool span.
+func TestTraceFollowsPinnedConventions(t *testing.T) {
+	reg := readRegistry(t)
+	p := &provider{turns: 3, toolFor: func(int) string { return "lookup" }}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	b := newBudget(t, 0, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
+	lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return time.Millisecond }}
+	a := newAgent(t, b, p, lk, srv.URL+"/v1", nil, nil)
+	res, _, err := a.run(context.Background(), 10*time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, res.Answer)
+
+	spans := rec.Ended()
+	require.NotEmpty(t, spans)
+	trace := spans[0].SpanContext().TraceID()
+	byName := map[string]int{}
+	for _, s := range spans {
+		assert.Equal(t, trace, s.SpanContext().TraceID(), "span %q in the run's trace", s.Name())
+		attrs := map[string]string{}
+		for _, kv := range s.Attributes() {
+			k := string(kv.Key)
+			attrs[k] = kv.Value.String()
+			if !strings.HasPrefix(k, "deadline.") {
+				assert.True(t, reg.keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
+			}
+		}
+		op := attrs[string(genai.OperationNameKey)]
+		switch op {
+		case "invoke_agent":
+			assert.Equal(t, reg.name(t, "gen_ai.invoke_agent.internal", attrs), s.Name())
+			assert.False(t, s.Parent().IsValid(), "the run is the trace's root")
+		case "chat":
+			assert.Equal(t, reg.name(t, "gen_ai.inference.client", attrs), s.Name())
+			assert.Equal(t, "openai", attrs["gen_ai.provider.name"])
+			assert.Equal(t, "10", attrs["gen_ai.usage.input_tokens"])
+			assert.Equal(t, "5", attrs["gen_ai.usage.output_tokens"])
+		case "execute_tool":
+			assert.Equal(t, reg.name(t, "gen_ai.execute_tool.internal", attrs), s.Name())
+			assert.NotEmpty(t, attrs["gen_ai.tool.call.id"])
+			assert.Equal(t, "function", attrs["gen_ai.tool.type"])
+		default:
+			continue // the observer's attempt spans
+		}
+		byName[op]++
+		for _, k := range []string{"deadline.budget_ms"} {
+			assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
+		}
+		if op != "invoke_agent" {
+			for _, k := range []string{"deadline.step", "deadline.remaining_at_start_ms", "deadline.floor_ms", "deadline.remaining_ms", "deadline.attempts", "deadline.verdict"} {
+				assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
+			}
+			assert.Equal(t, s.Name(), attrs["deadline.step"], "the step is the span's name")
+		}
+	}
+	assert.Equal(t, map[string]int{"invoke_agent": 1, "chat": 4, "execute_tool": 3}, byName)
+}
+
+// The attributes otelbudgeteino adds (docs/attributes.md): the abandoned
+// tool on its execute_tool span and counted on the run's span, and the
+// final call in the reserve on its chat span, each with its documented type.
+func TestAgentAttributes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		b := newBudget(t, 200*time.Millisecond, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
+		p, lk := tenTurns(3, true)
+		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		res, _, err := a.run(context.Background(), budget)
+		require.NoError(t, err)
+		require.True(t, res.Final)
+		time.Sleep(5 * time.Second) // the abandoned tool finishes
+		var abandoned, final, runCount int
+		for _, s := range rec.Ended() {
+			for _, kv := range s.Attributes() {
+				switch kv.Key {
+				case otelbudgeteino.AttrAbandoned:
+					assert.Equal(t, "execute_tool lookup", s.Name())
+					assert.Equal(t, attribute.BOOL, kv.Value.Type())
+					abandoned++
+				case otelbudgeteino.AttrFinalCall:
+					assert.Equal(t, "chat gpt-4o", s.Name())
+					assert.Equal(t, attribute.BOOL, kv.Value.Type())
+					final++
+				case otelbudgeteino.AttrAbandonedTools:
+					assert.Equal(t, "invoke_agent planner", s.Name())
+					assert.Equal(t, int64(1), kv.Value.AsInt64())
+					runCount++
+				}
+			}
+		}
+		assert.Equal(t, []int{1, 1, 1}, []int{abandoned, final, runCount})
+	})
+}
