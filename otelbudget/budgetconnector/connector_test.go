@@ -2,7 +2,6 @@ package budgetconnector
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
 )
@@ -225,15 +223,15 @@ func TestBadInput(t *testing.T) {
 		require.NoError(t, sp.Attributes().FromRaw(attrs))
 	}
 	step, ended := string(otelbudget.AttrStep), string(otelbudget.AttrAttemptEndedBy)
-	add(time.Millisecond, map[string]any{"http.request.method": "GET"})                    // not ours
-	add(time.Millisecond, map[string]any{step: "fetch", "deadline.verdict": "ok"})         // a call span
-	add(time.Millisecond, map[string]any{step: "", ended: "completed"})                    // unnamed
-	add(time.Millisecond, map[string]any{step: 7, ended: "completed"})                     // wrong type
-	add(time.Millisecond, map[string]any{step: "fetch", ended: "canceled"})                // not recorded
-	add(-time.Millisecond, map[string]any{step: "fetch", ended: "completed"})              // negative
-	add(25*time.Hour, map[string]any{step: "fetch", ended: "completed"})                   // absurd
-	add(time.Millisecond, map[string]any{step: "fetch", ended: "completed"})               // accepted
-	for i := range 5 {                                                                     // a step per request
+	add(time.Millisecond, map[string]any{"http.request.method": "GET"})            // not ours
+	add(time.Millisecond, map[string]any{step: "fetch", "deadline.verdict": "ok"}) // a call span
+	add(time.Millisecond, map[string]any{step: "", ended: "completed"})            // unnamed
+	add(time.Millisecond, map[string]any{step: 7, ended: "completed"})             // wrong type
+	add(time.Millisecond, map[string]any{step: "fetch", ended: "canceled"})        // not recorded
+	add(-time.Millisecond, map[string]any{step: "fetch", ended: "completed"})      // negative
+	add(25*time.Hour, map[string]any{step: "fetch", ended: "completed"})           // absurd
+	add(time.Millisecond, map[string]any{step: "fetch", ended: "completed"})       // accepted
+	for i := range 5 {                                                             // a step per request
 		add(time.Millisecond, map[string]any{step: "minted-" + string(rune('a'+i)), ended: "completed"})
 	}
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))
@@ -333,5 +331,3 @@ func TestExportLoop(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
-var _ = errors.Is
-var _ = deadline.EndedCompleted

@@ -3,9 +3,9 @@ package budgetconnector
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
