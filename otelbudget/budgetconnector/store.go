@@ -71,12 +71,21 @@ func (s *sparse) merge(o *sparse) {
 	}
 }
 
-// reset empties s, keeping its memory for the next interval.
+// reset empties s, keeping its memory for the next interval unless it is
+// large (a delta spread over many buckets): then it is freed, so that the
+// deltas of idle keys hold little.
 func (s *sparse) reset() {
-	clear(s.counts)
-	s.counts = s.counts[:0]
+	if cap(s.counts) > keepBuckets {
+		s.counts = nil
+	} else {
+		clear(s.counts)
+		s.counts = s.counts[:0]
+	}
 	s.under, s.over, s.offset = 0, 0, 0
 }
+
+// keepBuckets is the most buckets a reset series keeps allocated: 1 KiB.
+const keepBuckets = 128
 
 // series returns s as a learn.Series, trimmed (the slice is s's).
 func (s *sparse) series() learn.Series {
