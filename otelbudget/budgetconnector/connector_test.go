@@ -330,4 +330,3 @@ func TestExportLoop(t *testing.T) {
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
 }
-
