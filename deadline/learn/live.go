@@ -31,6 +31,9 @@ type liveConfig struct {
 	o        SuggestOptions
 	every    uint64
 	halfLife uint64
+	// priors are the steps' priors ([Live.SetPriors]), shared by every
+	// liveConfig of the recorder, so that calling Live again keeps them.
+	priors *atomic.Pointer[priorSet]
 }
 
 // recent is a step's decaying histogram for the live ceiling.
@@ -65,7 +68,11 @@ func (rc *recent) erroredAt(i int) uint64   { return uint64(rc.errored[i].Load()
 // soon as that one ends, so the ceiling and its half-life decay do not lag
 // under contention. Reading the ceiling is an atomic load, with no lock
 // and no allocation. Calling Live again replaces the options and keeps
-// what was learned.
+// what was learned, and the priors.
+//
+// A step can start from a ceiling estimated elsewhere, the fleet's:
+// [Live.SetPriors] gives it one, served while the step has no live ceiling
+// of its own.
 func (r *Recorder) Live(o LiveOptions) (*Live, error) {
 	so, err := o.SuggestOptions.withDefaults()
 	if err != nil {
@@ -86,26 +93,38 @@ func (r *Recorder) Live(o LiveOptions) (*Live, error) {
 	if lc.halfLife == 0 {
 		lc.halfLife = 2 * uint64(so.MinSamples)
 	}
-	r.live.Store(lc)
-	return &Live{r: r}, nil
+	for {
+		old := r.live.Load()
+		if old != nil {
+			lc.priors = old.priors
+		} else {
+			lc.priors = new(atomic.Pointer[priorSet])
+		}
+		if r.live.CompareAndSwap(old, lc) {
+			return &Live{r: r}, nil
+		}
+	}
 }
 
 // Live is a recorder's live ceiling: a [deadline.CeilingSource].
 type Live struct{ r *Recorder }
 
 // Ceiling returns step's current live ceiling and the quantile it was
-// derived from, and false when the step has none yet (or was never
-// recorded, or overflowed [MaxSteps]).
+// derived from. While the step has none (fewer than MinSamples recent
+// samples, never recorded, or overflowed [MaxSteps]), it returns the step's
+// prior ([Live.SetPriors]) clamped to [Min, Max], with the prior's
+// quantile; false when there is none either.
 func (l *Live) Ceiling(step string) (deadline.LearnedCeiling, bool) {
-	s := l.r.lookup(step)
-	if s == nil {
-		return deadline.LearnedCeiling{}, false
+	lc := l.r.live.Load()
+	if s := l.r.lookup(step); s != nil {
+		if c := s.ceiling.Load(); c > 0 {
+			return deadline.LearnedCeiling{Ceiling: time.Duration(c), Quantile: lc.o.Quantile}, true
+		}
 	}
-	c := s.ceiling.Load()
-	if c <= 0 {
-		return deadline.LearnedCeiling{}, false
+	if c, ok := lc.prior(step); ok {
+		return c, true
 	}
-	return deadline.LearnedCeiling{Ceiling: time.Duration(c), Quantile: l.r.live.Load().o.Quantile}, true
+	return deadline.LearnedCeiling{}, false
 }
 
 var _ deadline.CeilingSource = (*Live)(nil)
@@ -115,8 +134,8 @@ var _ deadline.CeilingSource = (*Live)(nil)
 // is the step's p95, so give hedging a Live of its own, on a Recorder of its
 // own, with Quantile 0.95 and Margin 1 (a Recorder has one live mode; the
 // one that sets ceilings learns p99 × a margin). It reports false, and
-// Hedge.Delay applies, until the step has a learned value. Reading it is
-// an atomic load.
+// Hedge.Delay applies, until the step has a learned value or a prior
+// ([Live.SetPriors]). Reading it is an atomic load.
 func (l *Live) HedgeDelay(step string) (time.Duration, bool) {
 	c, ok := l.Ceiling(step)
 	return c.Ceiling, ok
@@ -220,6 +239,10 @@ func halve(c *atomic.Uint32) {
 // String describes the live ceiling's options.
 func (l *Live) String() string {
 	lc := l.r.live.Load()
-	return fmt.Sprintf("live ceiling: p%s × %g in [%s, %s], every %d samples, half-life %d samples",
-		fmtP(lc.o.Quantile), lc.o.Margin, lc.o.Min, lc.o.Max, lc.every, lc.halfLife)
+	priors := ""
+	if ps := lc.priors.Load(); ps != nil {
+		priors = fmt.Sprintf(", %d priors", len(ps.given))
+	}
+	return fmt.Sprintf("live ceiling: p%s × %g in [%s, %s], every %d samples, half-life %d samples%s",
+		fmtP(lc.o.Quantile), lc.o.Margin, lc.o.Min, lc.o.Max, lc.every, lc.halfLife, priors)
 }
