@@ -1,23 +1,11 @@
 // Package budgetopamp brings a fleet's ceilings to a client process over
-<<<<<<< HEAD
-// OpAMP, the OpenTelemetry protocol for managing telemetry agents.
-=======
 // OpAMP, the OpenTelemetry protocol for managing telemetry agents, without
 // a file and without a restart.
->>>>>>> fleetclient
 //
 // The deadline connector (a Collector component) learns, per service and
 // step, the ceilings the whole fleet's attempts suggest; an OpAMP server
 // pushes them to each client as remote configuration: one AgentConfigMap
 // entry, [ConfigKey] "deadline.ceilings", content type "application/json",
-<<<<<<< HEAD
-// whose body is a [Ceilings] document of schema [Schema]. This package
-// holds that body's types ([Ceilings], [StepCeiling], [ParseCeilings]).
-//
-// docs/ceilings.md ("Clients: fleet ceilings over OpAMP") describes the
-// loop. The package is its own module, so that programs that do not use
-// OpAMP never download opamp-go.
-=======
 // whose body is a [Ceilings] document of schema [Schema] ([ParseCeilings]
 // reads it). [Start] runs opamp-go's client, which identifies the process
 // by its service.name and applies each body to a [Sink], the process's
@@ -35,5 +23,4 @@
 // docs/ceilings.md ("Clients: fleet ceilings over OpAMP") describes the
 // loop and its faults. The package is its own module, so that programs that
 // do not use OpAMP never download opamp-go.
->>>>>>> fleetclient
 package budgetopamp
