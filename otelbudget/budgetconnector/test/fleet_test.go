@@ -17,7 +17,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector"
+	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/test/fleettest"
 )
 
@@ -171,6 +173,28 @@ func TestFleetCeilingsMatchBudgetadvise(t *testing.T) {
 		t.Logf("%s: Collector %.3fms, budgetadvise %.3fms (%.4f%% apart)", step, got, want[step], 100*(got-want[step])/want[step])
 	}
 	assert.True(t, censored["fetch"], "budgetadvise: fetch's p99 is above its 100ms ceiling")
+
+	// A process started cold gets the fleet's ceilings from the Collector
+	// over OpAMP, within two export intervals.
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Max: time.Second}})
+	require.NoError(t, err)
+	_, ok := live.Ceiling("search")
+	require.False(t, ok, "cold: no ceiling of its own")
+	began := time.Now()
+	client, err := budgetopamp.Start(context.Background(), col.OpAMP, live, budgetopamp.WithServiceName("agent"))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, client.Stop(context.Background())) }()
+	require.Eventually(t, func() bool { return client.Status().Applied > 0 }, 2*exportInterval, time.Millisecond,
+		"the fleet's ceilings applied within two export intervals")
+	t.Logf("a fresh client applied the fleet's ceilings %s after it started (export interval %s)", time.Since(began).Round(time.Millisecond), exportInterval)
+	for _, step := range []string{"search", "extract"} {
+		lc, ok := live.Ceiling(step)
+		require.True(t, ok, step)
+		assert.InDelta(t, ceil["agent/"+step], lc.Ceiling.Seconds(), 1e-6, "%s: the Collector's ceiling", step)
+	}
+	_, ok = live.Ceiling("fetch")
+	assert.False(t, ok, "no fleet ceiling for fetch: none was suggested")
 	assert.NotContains(t, ceil, "agent/fetch", "the Collector suggests no ceiling for fetch either")
 	assert.InEpsilon(t, 0.1, raise["agent/fetch"], 0.011, "raise fetch's ceiling above 100ms")
 }

@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/deadlinebudget/budget/otelbudget/budgetopamp v0.1.0
 	go.opentelemetry.io/collector/confmap/provider/yamlprovider v1.71.0
 	go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0
 	go.opentelemetry.io/collector/otelcol v0.165.0
@@ -18,7 +19,8 @@ require (
 )
 
 require (
-	github.com/deadlinebudget/budget/otelbudget/budgetopamp v0.1.0 // indirect
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/michel-laterman/proxy-connect-dialer-go v0.1.0 // indirect
 	github.com/open-telemetry/opamp-go v0.23.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
@@ -47,7 +49,7 @@ require (
 	github.com/cenkalti/backoff/v7 v7.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
-	github.com/deadlinebudget/budget v0.1.0 // indirect
+	github.com/deadlinebudget/budget v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/budgetconnector v0.0.0-00010101000000-000000000000
 	github.com/ebitengine/purego v0.11.2 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
