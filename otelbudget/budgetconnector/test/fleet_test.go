@@ -19,8 +19,8 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/test/fleettest"
+	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
 )
 
 const (
