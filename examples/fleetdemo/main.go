@@ -8,8 +8,8 @@
 //
 // Usage:
 //
-//	go run ./examples/fleetdemo   # or: make fleetdemo
-//	go run ./examples/fleetdemo -clients 50 -calls 60 -interval 1s
+//	make fleetdemo                # or: cd examples/fleetdemo && go run .
+//	cd examples/fleetdemo && go run . -clients 50 -calls 60 -interval 1s
 //
 // docs/fleet.md explains what it prints.
 package main
@@ -40,7 +40,10 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout, os.Args[1:]); err != nil {
+	err := run(context.Background(), os.Stdout, os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "fleetdemo:", err)
 		os.Exit(1)
 	}
