@@ -92,10 +92,11 @@ type served struct {
 // agentState is what the extension knows of one agent.
 type agentState struct {
 	service string
-	conn    types.Connection // its WebSocket, nil for plain HTTP
-	sent    []byte           // the hash of the config last sent or reported
-	status  protobufs.RemoteConfigStatuses
-	errMsg  string
+	conn     types.Connection // its WebSocket, nil for plain HTTP
+	sent     []byte           // the hash of the config last sent to it
+	reported []byte           // the hash of the config it last reported
+	status   protobufs.RemoteConfigStatuses
+	errMsg   string
 }
 
 // opampExtension is the extension: an OpAMP server and the ceilings it
@@ -280,7 +281,7 @@ func (x *opampExtension) onMessage(_ context.Context, conn types.Connection, ws 
 		}
 	}
 	if st := msg.GetRemoteConfigStatus(); st != nil {
-		a.sent, a.status, a.errMsg = st.GetLastRemoteConfigHash(), st.GetStatus(), st.GetErrorMessage()
+		a.reported, a.status, a.errMsg = st.GetLastRemoteConfigHash(), st.GetStatus(), st.GetErrorMessage()
 		if a.status == protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED {
 			x.logger.Warn("deadlinebudget_opamp: an agent refused the ceilings", zap.String("service", a.service), zap.String("error", a.errMsg))
 		}
@@ -290,8 +291,12 @@ func (x *opampExtension) onMessage(_ context.Context, conn types.Connection, ws 
 		resp.Flags = uint64(protobufs.ServerToAgentFlags_ServerToAgentFlags_ReportFullState)
 		return resp
 	}
+	// Not to an agent that reports it has it; over a WebSocket, sent once
+	// (it delivers or closes), not again when an older status crosses it.
+	// A plain-HTTP agent gets it at each poll until it reports it: a lost
+	// answer is not retried by anyone else.
 	s := x.services[a.service]
-	if s == nil || bytes.Equal(a.sent, s.hash) {
+	if s == nil || bytes.Equal(a.reported, s.hash) || (a.conn != nil && bytes.Equal(a.sent, s.hash)) {
 		return x.response(msg.GetInstanceUid(), nil)
 	}
 	a.sent = s.hash

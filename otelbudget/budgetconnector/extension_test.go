@@ -1,6 +1,7 @@
 package budgetconnector
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -24,9 +25,10 @@ import (
 // agent is an OpAMP client of the test, over WebSocket or plain HTTP,
 // that applies the ceilings it is sent and reports it.
 type agent struct {
-	c  client.OpAMPClient
-	mu sync.Mutex
-	ce []budgetopamp.Ceilings
+	c    client.OpAMPClient
+	mu   sync.Mutex
+	ce   []budgetopamp.Ceilings
+	last []byte // the hash last applied
 }
 
 func (a *agent) got() []budgetopamp.Ceilings {
@@ -63,6 +65,15 @@ func startAgent(t *testing.T, url, service string, ws bool) *agent {
 			protobufs.AgentCapabilities_AgentCapabilities_ReportsHeartbeat,
 		Callbacks: types.Callbacks{OnMessage: func(ctx context.Context, msg *types.MessageData) {
 			if msg.RemoteConfig == nil {
+				return
+			}
+			a.mu.Lock()
+			again := bytes.Equal(a.last, msg.RemoteConfig.ConfigHash)
+			a.last = msg.RemoteConfig.ConfigHash
+			a.mu.Unlock()
+			if again {
+				// A plain-HTTP poll may bring it again before the status
+				// said it was applied: a real client applies it once.
 				return
 			}
 			f := msg.RemoteConfig.GetConfig().GetConfigMap()[budgetopamp.ConfigKey]
