@@ -18,11 +18,15 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/metadata"
 )
 
 func TestFactory(t *testing.T) {
 	f := NewFactory()
 	assert.Equal(t, Type, f.Type().String())
+	assert.Equal(t, metadata.Type.String(), Type)
+	assert.Equal(t, metadata.ExtensionType.String(), ExtensionType)
+	assert.Equal(t, metadata.ScopeName, ScopeName)
 	assert.Equal(t, component.StabilityLevelAlpha, f.TracesToMetricsStability())
 	assert.Equal(t, component.StabilityLevelAlpha, f.MetricsToMetricsStability())
 	cfg := f.CreateDefaultConfig()

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/metadata"
 	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
 )
 
@@ -25,7 +26,7 @@ import (
 const ExtensionType = "deadlinebudget_opamp"
 
 // ExtensionStability is the OpAMP extension's stability.
-const ExtensionStability = component.StabilityLevelAlpha
+const ExtensionStability = metadata.ExtensionStability
 
 // Defaults of [ExtensionConfig].
 const (
@@ -72,7 +73,7 @@ func (c *ExtensionConfig) Validate() error {
 // its service.name as remote configuration (docs/fleet.md), fed by a
 // deadlinebudget connector whose `opamp` setting names it.
 func NewExtensionFactory() extension.Factory {
-	return extension.NewFactory(component.MustNewType(ExtensionType),
+	return extension.NewFactory(metadata.ExtensionType,
 		func() component.Config {
 			return &ExtensionConfig{Endpoint: DefaultOpAMPEndpoint, Path: DefaultOpAMPPath, MaxAgents: DefaultMaxAgents}
 		},
@@ -91,7 +92,7 @@ type served struct {
 
 // agentState is what the extension knows of one agent.
 type agentState struct {
-	service string
+	service  string
 	conn     types.Connection // its WebSocket, nil for plain HTTP
 	sent     []byte           // the hash of the config last sent to it
 	reported []byte           // the hash of the config it last reported

@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/metadata"
 )
 
 // Type names the connector in a Collector's configuration.
@@ -14,10 +16,10 @@ const Type = "deadlinebudget"
 
 // Stability of the connector's traces → metrics and metrics → metrics
 // pipelines.
-const Stability = component.StabilityLevelAlpha
+const Stability = metadata.TracesToMetricsStability
 
 // componentType is Type as a component.Type.
-var componentType = component.MustNewType(Type)
+var componentType = metadata.Type
 
 // NewFactory returns the connector's factory: traces → metrics (attempt
 // spans in, histograms and suggestions out) and metrics → metrics (another
@@ -26,8 +28,8 @@ var componentType = component.MustNewType(Type)
 func NewFactory() connector.Factory {
 	f := &factory{instances: map[component.ID]*budgetConnector{}}
 	return connector.NewFactory(componentType, createDefaultConfig,
-		connector.WithTracesToMetrics(f.createTracesToMetrics, Stability),
-		connector.WithMetricsToMetrics(f.createMetricsToMetrics, Stability))
+		connector.WithTracesToMetrics(f.createTracesToMetrics, metadata.TracesToMetricsStability),
+		connector.WithMetricsToMetrics(f.createMetricsToMetrics, metadata.MetricsToMetricsStability))
 }
 
 func createDefaultConfig() component.Config {
