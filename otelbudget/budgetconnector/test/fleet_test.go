@@ -29,8 +29,8 @@ const (
 )
 
 // sendRuns has clients clients send the runs over OTLP/HTTP, client i the
-// runs i, i+clients, …, ten runs a request.
-func sendRuns(t *testing.T, col *fleettest.Collector, runs []genRun) {
+// runs i, i+clients, …, ten runs a request, client i to cols[i%len(cols)].
+func sendRuns(t *testing.T, runs []genRun, cols ...*fleettest.Collector) {
 	t.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -51,7 +51,7 @@ func sendRuns(t *testing.T, col *fleettest.Collector, runs []genRun) {
 				}
 				body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 				if err == nil {
-					err = fleettest.SendTraces(ctx, hc, col.OTLP, body)
+					err = fleettest.SendTraces(ctx, hc, cols[c%len(cols)].OTLP, body)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("client %d: %w", c, err)
@@ -158,7 +158,7 @@ func TestFleetCeilingsMatchBudgetadvise(t *testing.T) {
 	defer func() { require.NoError(t, col.Shutdown()) }()
 
 	start := time.Now()
-	sendRuns(t, col, runs)
+	sendRuns(t, runs, col)
 	waitSamples(t, col, attemptsOf(runs))
 	t.Logf("%d clients sent %d runs' spans; all in the exported suggestions after %s", clients, len(runs), time.Since(start).Round(time.Millisecond))
 
@@ -197,4 +197,42 @@ func TestFleetCeilingsMatchBudgetadvise(t *testing.T) {
 	assert.False(t, ok, "no fleet ceiling for fetch: none was suggested")
 	assert.NotContains(t, ceil, "agent/fetch", "the Collector suggests no ceiling for fetch either")
 	assert.InEpsilon(t, 0.1, raise["agent/fetch"], 0.011, "raise fetch's ceiling above 100ms")
+}
+
+// Two agent Collectors, each receiving the spans of half the clients,
+// export their histograms to a gateway Collector, whose connector merges
+// them: its ceilings, estimates, censored shares and sample counts are
+// those of one Collector that received every span (the previous test's,
+// budgetadvise's).
+func TestGatewayMergesAgents(t *testing.T) {
+	runs := truthRuns()
+	ctx := context.Background()
+	gateway, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: exportInterval})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, gateway.Shutdown()) }()
+	var agents []*fleettest.Collector
+	for range 2 {
+		a, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: exportInterval, ExportTo: gateway.OTLP})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Shutdown()) }()
+		agents = append(agents, a)
+	}
+	one, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: exportInterval})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, one.Shutdown()) }()
+
+	sendRuns(t, runs, agents...)
+	sendRuns(t, runs, one)
+	want := attemptsOf(runs)
+	waitSamples(t, gateway, want)
+	waitSamples(t, one, want)
+	gb, _ := gateway.Metrics.Batches()
+	ob, _ := one.Metrics.Batches()
+	for _, name := range []string{budgetconnector.MetricCeiling, budgetconnector.MetricEstimate, budgetconnector.MetricRaiseAbove,
+		budgetconnector.MetricCensoredShare, budgetconnector.MetricSamples, budgetconnector.MetricWindowStart, budgetconnector.MetricWindowEnd} {
+		w := fleettest.Gauges(ob, name)
+		require.NotEmpty(t, w, name)
+		assert.Equal(t, w, fleettest.Gauges(gb, name), name)
+	}
+	t.Logf("gateway = one Collector: ceilings %v", fleettest.Gauges(gb, budgetconnector.MetricCeiling))
 }

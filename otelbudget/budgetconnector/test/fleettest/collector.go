@@ -42,6 +42,11 @@ type Options struct {
 	// "suggest: {quantile: 0.99}"), indented by the caller as a mapping;
 	// "" for none.
 	Connector string
+	// ExportTo, when set, is the OTLP/HTTP base URL the metrics go to
+	// instead of the Collector's own metrics server: another Collector's
+	// OTLP receiver, whose connector merges them (an agent → gateway
+	// tier).
+	ExportTo string
 }
 
 // Collector is a running Collector and the servers around it.
@@ -168,7 +173,11 @@ func Start(ctx context.Context, o Options) (*Collector, error) {
 		return nil, err
 	}
 	ms := newMetricsServer()
-	yaml := Config(otlp, opamp, ms.URL, o)
+	to := ms.URL
+	if o.ExportTo != "" {
+		to = o.ExportTo
+	}
+	yaml := Config(otlp, opamp, to, o)
 	col, err := otelcol.NewCollector(otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{Command: "fleettest", Description: "deadlinebudget connector on loopback", Version: "test"},
 		Factories: Factories,
