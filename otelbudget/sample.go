@@ -15,7 +15,7 @@ import (
 // Collector's pdata span, a span decoded from a file, the SDK's
 // ReadOnlySpan): Lookup returns the value of key and whether the span has
 // it. A value of a type [attribute.Value] cannot hold (a map, bytes, an
-// empty value) is returned as the zero Value (type [attribute.INVALID]) with
+// empty value) is returned as the zero Value (type [attribute.EMPTY]) with
 // true, so that it reads as "present, of the wrong type".
 type AttributeLookup interface {
 	Lookup(key attribute.Key) (attribute.Value, bool)
@@ -153,8 +153,6 @@ func typeName(v attribute.Value) string {
 		return "a double"
 	case attribute.STRING:
 		return "a string"
-	case attribute.INVALID:
-		return "of a type other than string, int, double or bool"
 	}
-	return "an array"
+	return "of another type (empty, an array, bytes or a map)"
 }

@@ -45,12 +45,6 @@ func (c *budgetConnector) export(ctx context.Context) error {
 	return err
 }
 
-// suggestion is a key's suggestion at an export.
-type suggestion struct {
-	learn.Suggestion
-	err error
-}
-
 // collect is export's part under the lock.
 func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 	c.mu.Lock()

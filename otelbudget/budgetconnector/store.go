@@ -103,21 +103,6 @@ func (s *sparse) series() learn.Series {
 	return out
 }
 
-func (s *sparse) empty() bool {
-	if s.under != 0 || s.over != 0 {
-		return false
-	}
-	for _, c := range s.counts {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// bytes is the memory s holds beyond its own struct.
-func (s *sparse) bytes() int { return 8 * cap(s.counts) }
-
 // hist is one key's attempts: the learn.Histogram of a step, sparse.
 type hist struct {
 	completed, censored               sparse
@@ -163,21 +148,6 @@ func (h *hist) window(first, last int64) {
 
 func (h *hist) samples() uint64 { return h.successes + h.errors + h.timeouts + h.cuts }
 
-// merge adds o to h.
-func (h *hist) merge(o *hist) {
-	h.completed.merge(&o.completed)
-	h.censored.merge(&o.censored)
-	h.successes += o.successes
-	h.errors += o.errors
-	h.timeouts += o.timeouts
-	h.cuts += o.cuts
-	h.max = max(h.max, o.max)
-	h.maxCensored = max(h.maxCensored, o.maxCensored)
-	if o.first != 0 {
-		h.window(o.first, o.last)
-	}
-}
-
 func (h *hist) reset() {
 	h.completed.reset()
 	h.censored.reset()
@@ -198,9 +168,6 @@ func (h *hist) histogram(dst *learn.Histogram) error {
 	}
 	return dst.SetSeries(h.completed.series(), h.censored.series())
 }
-
-// bytes is the memory h holds beyond its own struct.
-func (h *hist) bytes() int { return h.completed.bytes() + h.censored.bytes() }
 
 // key is what the connector keeps histograms by.
 type key struct{ service, step string }
