@@ -35,7 +35,7 @@ SHORT_MODULES := bench
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
@@ -111,6 +111,10 @@ compat:
 ## stdout. The demo is its own module (it needs the SDK and exporters).
 demo:
 	@cd examples/tracedemo && $(GO) run .
+
+## fleetdemo: the fleet loop on loopback: a Collector with the deadlinebudget connector, 50 clients, a cold client picking up the fleet's ceilings over OpAMP (docs/fleet.md).
+fleetdemo:
+	@cd examples/fleetdemo && $(GO) run .
 
 ## bench: hot-path micro-benchmarks, then the side-by-side comparison with the peers.
 bench:

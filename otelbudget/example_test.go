@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
@@ -107,4 +108,26 @@ func ExampleDurationInstruments() {
 	// deadline.call.duration
 	// deadline.attempt.duration
 	// deadline.call.slack
+}
+
+// exampleSpan is a span's attributes, as a Collector or a file holds them.
+type exampleSpan map[attribute.Key]attribute.Value
+
+func (s exampleSpan) Lookup(k attribute.Key) (attribute.Value, bool) {
+	v, ok := s[k]
+	return v, ok
+}
+
+// An attempt span read as a learner records it: a ceiling timeout is
+// censored at its grant, "longer than 100ms".
+func ExampleReadAttemptSample() {
+	span := exampleSpan{
+		otelbudget.AttrStep:             attribute.StringValue("fetch"),
+		otelbudget.AttrAttemptEndedBy:   attribute.StringValue("attempt_timeout"),
+		otelbudget.AttrAttemptGrantedMs: attribute.Int64Value(100),
+	}
+	start := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	s, err := otelbudget.ReadAttemptSample(span, start, start.Add(103*time.Millisecond))
+	fmt.Println(s.Step, s.EndedBy, s.Duration, s.Censored(), err)
+	// Output: fetch attempt_timeout 100ms true <nil>
 }

@@ -123,3 +123,30 @@ func ExampleLive_Successes() {
 	// within 150ms: completes 0.77, succeeds 0.27
 	// within 400ms: completes 1.00, succeeds 0.50
 }
+
+// A histogram's buckets out, as an OpenTelemetry exponential histogram at
+// learn.Scale (nanoseconds), and back in elsewhere: the rebuilt histogram
+// gives the same quantiles.
+func ExampleHistogram_Series() {
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	var h learn.Histogram
+	for i := range 100 {
+		h.Add(deadline.EndedCompleted, time.Duration(20+i)*time.Millisecond, at)
+	}
+	h.Add(deadline.EndedAttemptTimeout, 150*time.Millisecond, at)
+	completed, censored := h.Series()
+	fmt.Println("completed:", completed.Total(), "from bucket", completed.Offset, "censored:", censored.Total())
+
+	// Elsewhere: the counters and the series are all it takes.
+	back := learn.Histogram{Samples: h.Samples, Successes: h.Successes, CeilingTimeouts: h.CeilingTimeouts,
+		First: h.First, Last: h.Last, Max: h.Max, MaxCensored: h.MaxCensored}
+	if err := back.SetSeries(completed, censored); err != nil {
+		fmt.Println(err)
+		return
+	}
+	p50, _ := back.Quantile(0.5)
+	fmt.Println("p50:", p50.Round(time.Millisecond))
+	// Output:
+	// completed: 100 from bucket 776 censored: 1
+	// p50: 69ms
+}

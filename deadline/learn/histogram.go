@@ -243,3 +243,181 @@ func fmtQ(q float64) string { return fmt.Sprintf("%g", q) }
 
 // fmtP formats a quantile as a percentile name: 0.99 → "99", 0.999 → "99.9".
 func fmtP(q float64) string { return fmt.Sprintf("%g", math.Round(q*1e6)/1e4) }
+
+// Series is one series of a [Histogram], its completed attempts or its
+// censored ones, in the form of an OpenTelemetry exponential histogram at
+// [Scale] whose unit is the nanosecond: Counts[i] counts the durations of
+// bucket index Offset+i, (base^(Offset+i), base^(Offset+i+1)] ns (see
+// [BucketIndex] and [BucketBounds]). The kept indexes run from [MinIndex] to
+// [MaxIndex]; Underflow counts the durations <= [Underflow] (0 included: an
+// exponential histogram's zero bucket with a zero threshold of Underflow
+// ns) and Overflow those > [Overflow] (a bucket above MaxIndex). The zero
+// Series is empty.
+type Series struct {
+	Underflow uint64
+	Offset    int32
+	Counts    []uint64
+	Overflow  uint64
+}
+
+// Total is the number of durations s counts: its buckets, its underflow
+// and its overflow. It saturates at the largest uint64 instead of wrapping.
+func (s Series) Total() uint64 {
+	n, _ := s.total()
+	return n
+}
+
+// total adds up s's counts, and reports false when they overflow a uint64.
+func (s Series) total() (uint64, bool) {
+	n := s.Underflow
+	add := func(c uint64) bool {
+		if n+c < n {
+			return false
+		}
+		n += c
+		return true
+	}
+	if !add(s.Overflow) {
+		return math.MaxUint64, false
+	}
+	for _, c := range s.Counts {
+		if !add(c) {
+			return math.MaxUint64, false
+		}
+	}
+	return n, true
+}
+
+// Series returns h's two series: the durations of the completed attempts
+// and the cuts of the censored ones. Each holds the kept buckets from its
+// first non-empty one to its last (no Counts, Offset 0, when none is), so
+// its length follows the spread of the durations, not the sketch's range.
+// The slices are h's copies: the caller may keep and change them.
+// [Histogram.SetSeries] is the way back.
+func (h *Histogram) Series() (completed, censored Series) {
+	return seriesOf(&h.completed), seriesOf(&h.censored)
+}
+
+func seriesOf(c *[slots]uint64) Series {
+	s := Series{Underflow: c[underSlot], Overflow: c[overSlot]}
+	lo, hi := -1, -1
+	for i := range underSlot {
+		if c[i] != 0 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+		}
+	}
+	if lo >= 0 {
+		s.Offset = int32(lo + MinIndex)
+		s.Counts = append([]uint64(nil), c[lo:hi+1]...)
+	}
+	return s
+}
+
+// SetSeries replaces h's buckets with completed's and censored's, keeping
+// its counters (Samples, Successes, CeilingTimeouts, DeadlineCuts), its
+// window (First, Last) and its maxima (Max, MaxCensored): with them, it
+// rebuilds a Histogram from what [Histogram.Series] and the exported fields
+// gave (an exported metric, a snapshot sent elsewhere), bucket for bucket.
+//
+// It checks that the whole is one a Histogram can hold, and fails with a
+// [*OptionError] naming the first thing that is not, leaving h unchanged:
+// a series' buckets inside [MinIndex, MaxIndex] (an empty Counts may have
+// any Offset); completed's total equal to Samples minus the censored
+// attempts, and censored's to CeilingTimeouts + DeadlineCuts (no counter
+// overflowing); Successes at most completed's total; Max 0 when nothing
+// completed and otherwise in completed's last non-empty bucket (Max in the
+// underflow bucket when only that one counts, and so on), MaxCensored
+// likewise with censored; Last not before First, and both zero when
+// Samples is 0.
+func (h *Histogram) SetSeries(completed, censored Series) error {
+	var c, x [slots]uint64
+	if err := fill(&c, completed, "completed"); err != nil {
+		return err
+	}
+	if err := fill(&x, censored, "censored"); err != nil {
+		return err
+	}
+	nc, _ := completed.total()
+	nx, _ := censored.total()
+	cuts := h.CeilingTimeouts + h.DeadlineCuts
+	switch {
+	case cuts < h.CeilingTimeouts:
+		return &OptionError{"Histogram.CeilingTimeouts + DeadlineCuts", fmt.Sprintf("%d + %d", h.CeilingTimeouts, h.DeadlineCuts), "a sum that fits in a uint64"}
+	case nx != cuts:
+		return &OptionError{"censored series total", nx, fmt.Sprintf("CeilingTimeouts + DeadlineCuts = %d", cuts)}
+	case h.Samples < cuts || nc != h.Samples-cuts:
+		return &OptionError{"completed series total", nc, fmt.Sprintf("Samples - CeilingTimeouts - DeadlineCuts (Samples %d, %d censored)", h.Samples, cuts)}
+	case h.Successes > nc:
+		return &OptionError{"Histogram.Successes", h.Successes, fmt.Sprintf("at most the completed attempts (%d)", nc)}
+	case h.Samples == 0 && (!h.First.IsZero() || !h.Last.IsZero()):
+		return &OptionError{"Histogram.First/Last", fmt.Sprintf("%v/%v", h.First, h.Last), "zero times when Samples is 0"}
+	case h.Last.Before(h.First):
+		return &OptionError{"Histogram.Last", h.Last, fmt.Sprintf("not before First (%v)", h.First)}
+	}
+	if err := checkMax(&c, h.Max, "Histogram.Max", "completed"); err != nil {
+		return err
+	}
+	if err := checkMax(&x, h.MaxCensored, "Histogram.MaxCensored", "censored"); err != nil {
+		return err
+	}
+	h.completed, h.censored = c, x
+	return nil
+}
+
+// fill copies s into the slots c, checking its range and its total.
+func fill(c *[slots]uint64, s Series, name string) error {
+	if _, ok := s.total(); !ok {
+		return &OptionError{name + " series total", "more than 2^64-1", "a count that fits in a uint64"}
+	}
+	if len(s.Counts) > 0 {
+		end := int64(s.Offset) + int64(len(s.Counts)) - 1
+		if s.Offset < MinIndex || end > MaxIndex {
+			return &OptionError{name + " series buckets", fmt.Sprintf("[%d, %d]", s.Offset, end), fmt.Sprintf("indexes within [%d, %d] at scale %d (shorter durations in Underflow, longer in Overflow)", MinIndex, MaxIndex, Scale)}
+		}
+		copy(c[int(s.Offset)-MinIndex:], s.Counts)
+	}
+	c[underSlot], c[overSlot] = s.Underflow, s.Overflow
+	return nil
+}
+
+// checkMax checks that m, the largest duration of the slots c, lies in the
+// last non-empty one (0 when all are empty).
+func checkMax(c *[slots]uint64, m time.Duration, field, name string) error {
+	if m < 0 {
+		return &OptionError{field, m, ">= 0"}
+	}
+	last := -1
+	for k := range slots {
+		if s := order(k); c[s] != 0 {
+			last = s
+		}
+	}
+	if last < 0 {
+		if m != 0 {
+			return &OptionError{field, m, "0: the " + name + " series is empty"}
+		}
+		return nil
+	}
+	if slot(m) != last {
+		lo, hi := slotBounds(last)
+		return &OptionError{field, m, fmt.Sprintf("in the %s series' last non-empty bucket, (%s, %s]", name, lo, hi)}
+	}
+	return nil
+}
+
+// slotBounds returns the durations (lo, hi] of slot s, as slot places
+// them: the underflow slot is (-∞, Underflow], shown from 0; the overflow
+// slot (Overflow, the largest Duration].
+func slotBounds(s int) (lo, hi time.Duration) {
+	switch s {
+	case underSlot:
+		return 0, Underflow
+	case overSlot:
+		return Overflow, math.MaxInt64
+	}
+	l, u := BucketBounds(int32(s + MinIndex))
+	return time.Duration(math.Floor(l)), time.Duration(math.Floor(u))
+}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	otelattr "go.opentelemetry.io/otel/attribute"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
@@ -103,6 +104,7 @@ type dataset struct {
 	pointsSeen     int            // exponential-histogram points of deadline.attempt.duration read
 	older          int            // spans of an older attribute set
 	unnamed        int            // attempt or call spans whose deadline.step is ""
+	badDuration    int            // attempt spans of a negative or absurd duration (otelbudget.ErrBadDuration)
 	wrongType      map[string]int // "deadline.step is an int": spans skipped or attributes ignored for it
 	explicit       int            // explicit-bucket points of deadline.attempt.duration
 	badUnit        int            // deadline.attempt.duration metrics of a unit not read
@@ -312,6 +314,25 @@ func typeName(v any) string {
 	return "unknown"
 }
 
+// Lookup reads an attribute for otelbudget.ReadAttemptSample.
+func (sv spanView) Lookup(k otelattr.Key) (otelattr.Value, bool) {
+	v, ok := sv.attrs[string(k)]
+	if !ok {
+		return otelattr.Value{}, false
+	}
+	switch v := v.(type) {
+	case string:
+		return otelattr.StringValue(v), true
+	case int64:
+		return otelattr.Int64Value(v), true
+	case float64:
+		return otelattr.Float64Value(v), true
+	case bool:
+		return otelattr.BoolValue(v), true
+	}
+	return otelattr.Value{}, true
+}
+
 func (sv spanView) str(k attribute) string {
 	s, _ := sv.attrs[string(k)].(string)
 	return s
@@ -447,16 +468,17 @@ func (ds *dataset) addSpan(sv spanView) {
 	case hasStep && step == "" && (ended != "" || verdict != ""):
 		ds.unnamed++
 	case step != "" && ended != "":
+		// The one span-to-sample rule, the Collector connector's too.
+		a, err := otelbudget.ReadAttemptSample(sv, sv.start, sv.end)
+		if errors.Is(err, otelbudget.ErrBadDuration) {
+			ds.badDuration++
+			return
+		}
 		ds.spansSeen++
 		sd := ds.step(ds.spans, step)
-		d := sv.end.Sub(sv.start)
-		e := parseEndedBy(ended)
-		if e == deadline.EndedAttemptTimeout || e == deadline.EndedDeadline {
-			if g, ok := sv.int(attrGrantedMs); ok {
-				d = time.Duration(g) * time.Millisecond
-			}
+		if err == nil {
+			sd.add(a.EndedBy, a.Duration, a.End, 1)
 		}
-		sd.add(e, d, sv.end, 1)
 		if c, ok := sv.int(attrCeilingMs); ok {
 			sd.ceilings[time.Duration(c)*time.Millisecond]++
 		}
@@ -714,6 +736,9 @@ func (ds *dataset) finish() {
 	}
 	if negative > 0 {
 		ds.note("%s: %d negative durations ignored", otelbudget.MetricAttemptDuration, negative)
+	}
+	if ds.badDuration > 0 {
+		ds.note("%s skipped: a duration below 0 or above %s (a clock jump?)", plural(ds.badDuration, "attempt span", "attempt spans"), otelbudget.MaxAttemptDuration)
 	}
 	if ds.older > 0 {
 		ds.note("%s %s", plural(ds.older, "span", "spans"), olderNoted)

@@ -1,0 +1,212 @@
+// Command fleetdemo shows the fleet loop on loopback, in one process: a
+// real OpenTelemetry Collector with the deadlinebudget connector and its
+// OpAMP extension (built in-process, as otelbudget/budgetconnector/test's
+// fleettest builds it), fifty clients whose calls (deadline.Do, observed by
+// otelbudget) send their attempt spans to it over OTLP, the ceilings it
+// computes exported as metrics, and a client started cold that picks the
+// fleet's ceilings up over OpAMP before its first call.
+//
+// Usage:
+//
+//	make fleetdemo                # or: cd examples/fleetdemo && go run .
+//	cd examples/fleetdemo && go run . -clients 50 -calls 60 -interval 1s
+//
+// docs/fleet.md explains what it prints.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/test/fleettest"
+	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+)
+
+func main() {
+	err := run(context.Background(), os.Stdout, os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "fleetdemo:", err)
+		os.Exit(1)
+	}
+}
+
+// service is the fleet's service.name.
+const service = "checkout"
+
+// steps are the plan's steps: their median latency (log-normal, σ 0.5)
+// and the configured ceiling, which cuts the slowest fetches.
+var steps = []struct {
+	name    string
+	median  time.Duration
+	ceiling time.Duration
+}{{"search", 8 * time.Millisecond, 100 * time.Millisecond}, {"fetch", 20 * time.Millisecond, 45 * time.Millisecond}}
+
+func run(ctx context.Context, out io.Writer, args []string) error {
+	fs := flag.NewFlagSet("fleetdemo", flag.ContinueOnError)
+	clients := fs.Int("clients", 50, "simulated client processes")
+	calls := fs.Int("calls", 30, "plan runs per client")
+	interval := fs.Duration("interval", time.Second, "the connector's export interval")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *clients < 1 || *calls < 1 || *interval <= 0 {
+		return errors.New("-clients and -calls must be >= 1, -interval > 0")
+	}
+	col, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: *interval, Connector: "suggest:\n  quantile: 0.95\n  min_samples: 200"})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = col.Shutdown() }()
+	fmt.Fprintf(out, "Collector on loopback: OTLP %s, OpAMP %s, export every %s\n", col.OTLP, col.OpAMP, *interval)
+
+	began := time.Now()
+	if err := runClients(ctx, col.OTLP, *clients, *calls); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d clients ran %d plans each in %s; their attempt spans went to the Collector\n", *clients, *calls, time.Since(began).Round(time.Millisecond))
+
+	ceilings, err := waitCeilings(ctx, col, len(steps), 10**interval)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "the connector's suggestions (deadline.fleet.suggestion.*):")
+	batches, _ := col.Metrics.Batches()
+	samples := fleettest.Gauges(batches, budgetconnector.MetricSamples)
+	share := fleettest.Gauges(batches, budgetconnector.MetricCensoredShare)
+	est := fleettest.Gauges(batches, budgetconnector.MetricEstimate)
+	for _, s := range steps {
+		k := service + "/" + s.name
+		fmt.Fprintf(out, "  %-7s ceiling %7.2fms  p95 %6.2fms  censored %4.1f%%  from %d attempts (configured ceiling %s)\n",
+			s.name, 1000*ceilings[k], 1000*est[k], 100*share[k], int(samples[k]), s.ceiling)
+	}
+
+	// A process starting cold: no samples of its own.
+	var rec learn.Recorder
+	live, err := rec.Live(learn.LiveOptions{SuggestOptions: learn.SuggestOptions{Quantile: 0.95, Max: time.Second}})
+	if err != nil {
+		return err
+	}
+	_, has := live.Ceiling("fetch")
+	fmt.Fprintf(out, "a new client starts cold (a live ceiling for fetch: %v) and connects to OpAMP\n", has)
+	start := time.Now()
+	client, err := budgetopamp.Start(ctx, col.OpAMP, live, budgetopamp.WithServiceName(service))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Stop(context.Background()) }()
+	for client.Status().Applied == 0 {
+		if time.Since(start) > 2**interval {
+			return fmt.Errorf("the fleet's ceilings did not arrive within two export intervals (%s): %+v", 2**interval, client.Status())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Fprintf(out, "it applied the fleet's ceilings %s after it started (within two export intervals: %s)\n", time.Since(start).Round(time.Millisecond), 2**interval)
+	p := deadline.Policy{Name: "fetch", MaxAttempts: 2, AttemptTimeout: time.Second, Ceiling: live, Hooks: rec.Hooks()}
+	_, err = deadline.Do(ctx, deadline.New(2*time.Second), p, func(_ context.Context, a deadline.AttemptInfo) (int, error) {
+		fmt.Fprintf(out, "its first fetch attempt: ceiling %s (%s, p%g of the fleet's attempts × 1.2)\n", a.Ceiling.Round(10*time.Microsecond), a.LimitedBy, 100*a.CeilingQuantile)
+		return 0, nil
+	})
+	return err
+}
+
+// runClients runs clients processes' worth of calls: each its own
+// TracerProvider exporting to the Collector over OTLP/HTTP, its own
+// observer, calls plan runs of the steps.
+func runClients(ctx context.Context, otlp string, clients, calls int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Go(func() {
+			if err := runClient(ctx, otlp, c, calls); err != nil {
+				errs <- fmt.Errorf("client %d: %w", c, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+func runClient(ctx context.Context, otlp string, id, calls int) error {
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(otlp+"/v1/traces"))
+	if err != nil {
+		return err
+	}
+	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service), semconv.ServiceInstanceID(fmt.Sprintf("client-%02d", id)))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
+	rng := rand.New(rand.NewPCG(uint64(id), 42))
+	var mu sync.Mutex
+	latency := func(median time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(float64(median) * math.Exp(0.5*rng.NormFloat64()))
+	}
+	for range calls {
+		d := deadline.New(time.Second)
+		for _, s := range steps {
+			p := deadline.Policy{Name: s.name, MaxAttempts: 3, AttemptTimeout: s.ceiling, Hooks: obs.Hooks()}
+			_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+				t := time.NewTimer(latency(s.median))
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return struct{}{}, nil
+				case <-ctx.Done():
+					return struct{}{}, ctx.Err()
+				}
+			})
+			if err != nil {
+				break // the run stops: the budget or the attempts ran out
+			}
+		}
+	}
+	return tp.Shutdown(ctx)
+}
+
+// waitCeilings waits until the Collector has exported a ceiling for n
+// steps, and returns them (seconds, by "service/step").
+func waitCeilings(ctx context.Context, col *fleettest.Collector, n int, limit time.Duration) (map[string]float64, error) {
+	timeout := time.After(limit)
+	for {
+		batches, changed := col.Metrics.Batches()
+		if c := fleettest.Gauges(batches, budgetconnector.MetricCeiling); len(c) >= n {
+			return c, nil
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			got := fleettest.Gauges(batches, budgetconnector.MetricSamples)
+			return nil, fmt.Errorf("no ceiling for every step after %s (samples: %v)", limit, got)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

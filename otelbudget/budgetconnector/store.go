@@ -1,0 +1,248 @@
+package budgetconnector
+
+import (
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/learn"
+)
+
+// sparse is one series of a histogram, bucket-exact with learn at
+// learn.Scale: the kept buckets from offset on, grown on demand to the
+// durations seen (not the sketch's whole range), plus the underflow and
+// overflow buckets of learn.Series.
+type sparse struct {
+	under, over uint64
+	offset      int32
+	counts      []uint64
+}
+
+// add counts n durations in bucket index i (learn.BucketIndex), or in the
+// underflow or overflow bucket.
+func (s *sparse) add(d time.Duration, n uint64) {
+	switch {
+	case d <= learn.Underflow:
+		s.under += n
+		return
+	case d > learn.Overflow:
+		s.over += n
+		return
+	}
+	s.addIndex(learn.BucketIndex(d), n)
+}
+
+// addIndex counts n in kept bucket i (learn.MinIndex <= i <= learn.MaxIndex).
+func (s *sparse) addIndex(i int32, n uint64) {
+	if len(s.counts) == 0 {
+		s.offset = i
+		if cap(s.counts) == 0 {
+			s.counts = make([]uint64, 1, 8)
+		} else {
+			s.counts = s.counts[:1]
+		}
+		s.counts[0] += n
+		return
+	}
+	switch {
+	case i < s.offset:
+		grow := int(s.offset - i)
+		c := make([]uint64, len(s.counts)+grow, len(s.counts)+grow+grow/2)
+		copy(c[grow:], s.counts)
+		s.counts, s.offset = c, i
+	case int(i-s.offset) >= len(s.counts):
+		need := int(i-s.offset) + 1
+		if need <= cap(s.counts) {
+			s.counts = s.counts[:need]
+		} else {
+			s.counts = append(s.counts, make([]uint64, need-len(s.counts))...)
+		}
+	}
+	s.counts[i-s.offset] += n
+}
+
+// merge adds o's counts.
+func (s *sparse) merge(o *sparse) {
+	s.under += o.under
+	s.over += o.over
+	for k, c := range o.counts {
+		if c != 0 {
+			s.addIndex(o.offset+int32(k), c)
+		}
+	}
+}
+
+// reset empties s, keeping its memory for the next interval unless it is
+// large (a delta spread over many buckets): then it is freed, so that the
+// deltas of idle keys hold little.
+func (s *sparse) reset() {
+	if cap(s.counts) > keepBuckets {
+		s.counts = nil
+	} else {
+		clear(s.counts)
+		s.counts = s.counts[:0]
+	}
+	s.under, s.over, s.offset = 0, 0, 0
+}
+
+// keepBuckets is the most buckets a reset series keeps allocated: 1 KiB.
+const keepBuckets = 128
+
+// series returns s as a learn.Series, trimmed (the slice is s's).
+func (s *sparse) series() learn.Series {
+	out := learn.Series{Underflow: s.under, Overflow: s.over}
+	lo, hi := 0, len(s.counts)
+	for lo < hi && s.counts[lo] == 0 {
+		lo++
+	}
+	for hi > lo && s.counts[hi-1] == 0 {
+		hi--
+	}
+	if lo < hi {
+		out.Offset, out.Counts = s.offset+int32(lo), s.counts[lo:hi]
+	}
+	return out
+}
+
+// hist is one key's attempts: the learn.Histogram of a step, sparse.
+type hist struct {
+	completed, censored               sparse
+	successes, errors, timeouts, cuts uint64
+	max, maxCensored                  time.Duration
+	first, last                       int64 // unix ms of the first and the last sample's end; 0: none
+}
+
+// add records one sample: learn.Histogram.Add's rule on sparse series.
+func (h *hist) add(ended deadline.EndedBy, d time.Duration, at time.Time) {
+	switch ended {
+	case deadline.EndedCompleted:
+		h.successes++
+	case deadline.EndedError:
+		h.errors++
+	case deadline.EndedAttemptTimeout:
+		h.timeouts++
+	case deadline.EndedDeadline:
+		h.cuts++
+	default:
+		return
+	}
+	d = max(d, 0)
+	if ended == deadline.EndedCompleted || ended == deadline.EndedError {
+		h.completed.add(d, 1)
+		h.max = max(h.max, d)
+	} else {
+		h.censored.add(d, 1)
+		h.maxCensored = max(h.maxCensored, d)
+	}
+	h.window(at.UnixMilli(), at.UnixMilli())
+}
+
+// window widens h's window to [first, last] (unix ms).
+func (h *hist) window(first, last int64) {
+	if h.first == 0 || first < h.first {
+		h.first = first
+	}
+	if last > h.last {
+		h.last = last
+	}
+}
+
+func (h *hist) samples() uint64 { return h.successes + h.errors + h.timeouts + h.cuts }
+
+func (h *hist) reset() {
+	h.completed.reset()
+	h.censored.reset()
+	h.successes, h.errors, h.timeouts, h.cuts = 0, 0, 0, 0
+	h.max, h.maxCensored, h.first, h.last = 0, 0, 0, 0
+}
+
+// histogram fills dst with h as a learn.Histogram, through SetSeries: it
+// fails (an *learn.OptionError) when the parts of h do not add up, as when
+// a merge tier has received a point's histograms but not yet its counts.
+func (h *hist) histogram(dst *learn.Histogram) error {
+	*dst = learn.Histogram{
+		Samples: h.samples(), Successes: h.successes, CeilingTimeouts: h.timeouts, DeadlineCuts: h.cuts,
+		Max: h.max, MaxCensored: h.maxCensored,
+	}
+	if h.first != 0 {
+		dst.First, dst.Last = time.UnixMilli(h.first).UTC(), time.UnixMilli(h.last).UTC()
+	}
+	return dst.SetSeries(h.completed.series(), h.censored.series())
+}
+
+// key is what the connector keeps histograms by.
+type key struct{ service, step string }
+
+// entry is one key's data: everything since the connector started
+// (total, which its suggestions rest on) and what arrived since the last
+// export (pending, the delta exported), in a list from the most recently
+// updated to the least.
+type entry struct {
+	key            key
+	total, pending hist
+	prev, next     *entry
+}
+
+// store holds the entries, at most max of them: a new key past that
+// evicts the least recently updated one. Not safe for concurrent use.
+type store struct {
+	max     int
+	entries map[key]*entry
+	head    *entry // most recently updated; head.prev is the least
+	evicted uint64
+}
+
+func newStore(maxKeys int) *store {
+	return &store{max: maxKeys, entries: map[key]*entry{}}
+}
+
+// get returns k's entry, created (evicting the least recently updated
+// entry when full) and moved to the front.
+func (s *store) get(k key) *entry {
+	e := s.entries[k]
+	if e == nil {
+		if len(s.entries) >= s.max {
+			s.evict()
+		}
+		e = &entry{key: k}
+		s.entries[k] = e
+	} else if e == s.head {
+		return e
+	} else {
+		s.unlink(e)
+	}
+	s.pushFront(e)
+	return e
+}
+
+func (s *store) pushFront(e *entry) {
+	if s.head == nil {
+		e.prev, e.next = e, e
+	} else {
+		e.next, e.prev = s.head, s.head.prev
+		s.head.prev.next = e
+		s.head.prev = e
+	}
+	s.head = e
+}
+
+func (s *store) unlink(e *entry) {
+	if e.next == e {
+		s.head = nil
+	} else {
+		e.prev.next, e.next.prev = e.next, e.prev
+		if s.head == e {
+			s.head = e.next
+		}
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (s *store) evict() {
+	if s.head == nil {
+		return
+	}
+	last := s.head.prev
+	s.unlink(last)
+	delete(s.entries, last.key)
+	s.evicted++
+}
