@@ -16,6 +16,7 @@ import (
 	"github.com/deadlinebudget/budget/bench/brownout"
 	"github.com/deadlinebudget/budget/bench/goodput"
 	"github.com/deadlinebudget/budget/bench/outage"
+	"github.com/deadlinebudget/budget/bench/overload"
 	"github.com/deadlinebudget/budget/bench/scenario"
 )
 
@@ -72,6 +73,23 @@ func brownoutReport() (brownout.Report, error) {
 	}
 	if len(rep.Results) == 0 {
 		return rep, fmt.Errorf("the brownout report is empty")
+	}
+	return rep, nil
+}
+
+// overloadReport runs scenario 10: TestOverloadReport in package overload,
+// in synctest bubbles, and reads its JSON; short runs its short model.
+func overloadReport(short bool) (overload.Report, error) {
+	var rep overload.Report
+	var extra []string
+	if short {
+		extra = append(extra, "-test.short")
+	}
+	if err := testReport("./overload", "TestOverloadReport", "overload", &rep, extra...); err != nil {
+		return rep, err
+	}
+	if len(rep.Results) == 0 {
+		return rep, fmt.Errorf("the overload report is empty")
 	}
 	return rep, nil
 }
