@@ -13,8 +13,8 @@ type flight struct {
 	cancel context.CancelCauseFunc
 	permit Permit // its Limiter slot
 	began  bool   // AttemptStart returned
-	lost   bool // canceled with ErrHedgeLost
-	done   bool // op returned
+	lost   bool   // canceled with ErrHedgeLost
+	done   bool   // op returned
 }
 
 // outcome is what an attempt's goroutine reports.

@@ -127,18 +127,18 @@ type Limiter struct {
 	byEnd     []*waiter // a max-heap on end
 	busySince time.Time
 	// The latency window.
-	winStart    time.Time
-	samples     []time.Duration
-	winMax      int64 // most calls in flight in the window
-	baseline    time.Duration
-	failures    int
-	successes   int
-	openUntil   time.Time
-	countSince  time.Time // the breaker's count window's start
-	probes      int // probes in flight, half-open
-	probeWins   int
-	mean        float64 // EWMA of latency, ns
-	limitFloat  float64
+	winStart   time.Time
+	samples    []time.Duration
+	winMax     int64 // most calls in flight in the window
+	baseline   time.Duration
+	failures   int
+	successes  int
+	openUntil  time.Time
+	countSince time.Time // the breaker's count window's start
+	probes     int       // probes in flight, half-open
+	probeWins  int
+	mean       float64 // EWMA of latency, ns
+	limitFloat float64
 }
 
 // waiter is a call waiting for a slot. Its fields after ready are the
