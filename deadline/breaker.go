@@ -72,9 +72,11 @@ type LimitError struct {
 	Cause LimitCause
 	// Limit is the limiter's limit when it decided (0 for throttling).
 	Limit int
-	// Position is the call's place in the queue (1 the next served), 0
-	// when it did not queue.
+	// Position is the call's place in the queue (1 the next served) when
+	// it arrived, or would have had; 0 for the breaker and throttling.
 	Position int
+	// Queued reports that it waited in the queue before it was refused.
+	Queued bool
 	// Waited is how long it waited in the queue.
 	Waited time.Duration
 	// Need is what the call needed to finish once started (its learned

@@ -378,11 +378,11 @@ func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration
 	switch {
 	case ctx.Err() != nil || !lastStart.IsZero() && !now.Add(expect).Before(lastStart):
 		l.mu.Unlock()
-		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now)
+		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now, false)
 	case waiting >= backlog:
 		if backlog == 0 || !lifo || l.head == nil {
 			l.mu.Unlock()
-			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now)
+			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now, false)
 		}
 		l.decide(l.head, LimitQueueFull)
 	}
@@ -409,16 +409,17 @@ func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration
 	waited := t.Sub(now)
 	if !w.decided {
 		l.remove(w)
-		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now)
+		l.fill(t) // the order may have changed
+		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	if w.refusal == LimitNone && (ctx.Err() != nil || !lastStart.IsZero() && !t.Before(lastStart)) {
 		// Given a slot as it was leaving: hand it on.
 		l.inflight.Add(-1)
 		l.fill(t)
-		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now)
+		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	if w.refusal != LimitNone {
-		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now)
+		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	return Permit{l: l, start: t, Queued: true, Waited: waited}, nil
 }
@@ -630,8 +631,8 @@ func (l *Limiter) down(i int) {
 }
 
 // refuse builds a refusal.
-func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Duration, end, now time.Time) *LimitError {
-	e := &LimitError{Cause: c, Limit: limit, Position: place, Waited: waited, Need: need}
+func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Duration, end, now time.Time, queued bool) *LimitError {
+	e := &LimitError{Cause: c, Limit: limit, Position: place, Waited: waited, Need: need, Queued: queued}
 	if !end.IsZero() {
 		e.Remaining = end.Sub(now.Add(waited))
 	}
