@@ -28,7 +28,7 @@ const (
 // Rows returns every row, in the order of the tables. Each call returns
 // new rows; each run builds its own Caller.
 func Rows() []Row {
-	return []Row{
+	return append([]Row{
 		{Name: NoLimiter, Config: "every call sent once, as it comes",
 			New: func(Env) (Caller, error) {
 				return CallerFunc(func(ctx context.Context, _ Call, send Send) error { return send(ctx) }), nil
@@ -70,7 +70,7 @@ func Rows() []Row {
 		{Name: EnvoyGradient, Config: envoyConfig,
 			New: func(Env) (Caller, error) { return newEnvoy(), nil }},
 		{Name: ThisToday, Config: thisTodayConfig, Admission: true, New: newThisToday},
-	}
+	}, thisNewRows()...)
 }
 
 // failsafeCaller runs each call through exec, failsafe-go's own executor,
