@@ -109,8 +109,8 @@ func (e *LimitError) Is(target error) bool {
 func (e *LimitError) ErrorType() string { return e.Cause.Reason().String() }
 
 // Breaker opens a [Limiter] on sustained failure ([WithBreaker]): closed,
-// it counts the calls that failed ([OutcomeFailure]: a retryable error, a
-// cut by deadline or ceiling) among those that ended, and opens once
+// it counts the calls that failed ([OutcomeFailure]: a retryable error, or
+// an attempt that reached its own ceiling) among those that ended, and opens once
 // MinCalls have ended within Window and at least FailureRatio of them
 // failed. Open, it refuses every call at once with [ErrDownstreamOpen] for
 // OpenFor. Then it is half-open: at most Probes calls at once go out as
@@ -124,9 +124,14 @@ func (e *LimitError) ErrorType() string { return e.Cause.Reason().String() }
 // mean latency). A call becomes a probe only if its budget holds that
 // ceiling twice: when the probe fails, the caller still has as much left as
 // the probe took, for a retry elsewhere or a fallback. A call with less is
-// refused as open, at once, without spending anything. Overload answers
+// refused as open, at once, without spending anything.
+//
+// A call cut by its caller's deadline ([OutcomeCut]) is not a failure: the
+// budget, not the downstream, was too small, and a breaker that counted it
+// would open on a route whose callers send budgets below its service time,
+// refusing the callers whose budgets fit. Overload answers
 // ([OutcomeOverload]) are left to the limit and to throttling: they count
-// neither way.
+// neither way either.
 type Breaker struct {
 	// FailureRatio is the share of failed calls that opens it, in (0, 1].
 	FailureRatio float64

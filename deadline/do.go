@@ -227,10 +227,6 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		}
 		return ReasonRefused, nil
 	}
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
-		r.refusal = &LimitError{Cause: LimitThrottled, Remaining: a.Remaining}
-		return ReasonThrottled, nil
-	}
 	if l := r.p.Limiter; l != nil {
 		p, ok := l.TryAcquire()
 		if !ok {
@@ -254,6 +250,13 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 			}
 		}
 		r.permit = p
+	}
+	// Throttling counts what would go out to the downstream: after the
+	// limiter, whose refusals are not the downstream's.
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
+		r.permit.Done(OutcomeIgnore)
+		r.refusal = &LimitError{Cause: LimitThrottled, Remaining: a.Remaining}
+		return ReasonThrottled, nil
 	}
 	if n == 1 && r.p.RetryBudget != nil {
 		r.p.RetryBudget.deposit()
@@ -287,12 +290,14 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
 		default:
 			o = OutcomeSuccess
 		}
-	case EndedDeadline, EndedAttemptTimeout:
+	case EndedAttemptTimeout:
 		o = OutcomeFailure
+	case EndedDeadline:
+		o = OutcomeCut
 	}
 	p.Done(o)
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && (o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError) {
-		b.accepted()
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
+		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
 	}
 }
 

@@ -134,15 +134,16 @@ func (rd *round[T]) hedge() bool {
 		r.refusedLearned = false
 		return false
 	}
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
-		return false
-	}
 	var p Permit
 	if l := r.p.Limiter; l != nil {
 		var ok bool
 		if p, ok = l.TryAcquire(); !ok {
 			return false // a hedge never waits for a slot
 		}
+	}
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
+		p.Done(OutcomeIgnore)
+		return false
 	}
 	if r.p.RetryBudget != nil {
 		if ok, _ := r.p.RetryBudget.withdraw(); !ok {

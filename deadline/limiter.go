@@ -23,7 +23,7 @@ const (
 	// [Limiter]), so an over-high limit costs one latency window, not the
 	// tens of seconds a limit grown one permit at a time takes to reach a
 	// downstream's capacity.
-	DefaultInitialLimit = 1000
+	DefaultInitialLimit = 20
 	// DefaultMinLimit and DefaultMaxLimit bound the adaptive limit.
 	DefaultMinLimit = 1
 	DefaultMaxLimit = 1000
@@ -301,8 +301,8 @@ const (
 	// OutcomeSuccess: the downstream answered (with or without an error
 	// of the caller's own, a 404 say).
 	OutcomeSuccess Outcome = iota
-	// OutcomeFailure: the downstream failed (a retryable error, or the
-	// call was cut by its deadline or ceiling).
+	// OutcomeFailure: the downstream failed: a retryable error, or the
+	// call reached its own ceiling (the operation was too slow).
 	OutcomeFailure
 	// OutcomeOverload: the downstream said it was overloaded
 	// ([ErrOverloaded]).
@@ -310,6 +310,11 @@ const (
 	// OutcomeIgnore: the caller gave up (canceled, or a hedge lost): says
 	// nothing of the downstream; the slot is freed, nothing is learned.
 	OutcomeIgnore
+	// OutcomeCut: the caller's deadline cut the call: its latency is
+	// learned (at least this long), but it is no failure of the
+	// downstream: the budget was too small, and the breaker does not count
+	// it.
+	OutcomeCut
 )
 
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
@@ -492,8 +497,13 @@ func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 	case float64(median) > target:
 		g := max(target/float64(median), 0.5)
 		limit = limit*g + headroom
-	case float64(l.winMax) >= limit/2:
-		limit += headroom
+	default:
+		// Grow, but never far above what the callers use: twice the most
+		// calls in flight in the window (Gradient2's rule for a limit the
+		// caller, not the downstream, bounds). A burst may then double
+		// what is in flight, not send the whole limit into the
+		// downstream's queue before a window can say so.
+		limit = min(limit+headroom, max(2*float64(l.winMax), limit*0.9))
 	}
 	l.limitFloat = min(max(limit, float64(l.minLimit)), float64(l.maxLimit))
 	l.limit.Store(int64(l.limitFloat))

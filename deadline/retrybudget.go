@@ -111,7 +111,8 @@ func WithMinRetryRate(perSecond float64) RetryBudgetOption {
 
 // WithThrottle adds client-side throttling, the form of Google's SRE book
 // ("Handling Overload", 2016), to the budget: every attempt, first, retry or
-// hedge, is counted as a request in the same window as the retries, and
+// hedge, is counted as a request in the same window as the retries when it
+// ends (one its caller canceled, or a hedge that lost, is not counted), and
 // every attempt the downstream accepted (it answered, with anything but an
 // overload answer, [ErrOverloaded], before the attempt was cut) as an
 // accept; before an attempt goes out it is dropped on the client with
@@ -208,18 +209,29 @@ func (b *RetryBudget) dropP(e uint32) float64 {
 	return max(0, (float64(req)-b.k*float64(acc))/float64(req+1))
 }
 
-// throttled counts an attempt as a request and reports whether throttling
-// drops it, draw being uniform in [0, 1).
+// throttled reports whether throttling drops an attempt, draw being
+// uniform in [0, 1), and counts a dropped one as a request. An attempt that
+// goes out is counted when it ends ([RetryBudget.ended]): counted as it
+// started, every attempt in flight would weigh as a refusal until it
+// returns, and a cold budget would drop nearly everything while its first
+// attempts are out.
 func (b *RetryBudget) throttled(draw float64) bool {
 	e := b.epoch()
-	p := b.dropP(e)
-	add(&b.requests, e, 1)
-	return draw < p
+	if draw < b.dropP(e) {
+		add(&b.requests, e, 1)
+		return true
+	}
+	return false
 }
 
-// accepted counts an attempt the downstream accepted.
-func (b *RetryBudget) accepted() {
-	add(&b.accepts, b.epoch(), 1)
+// ended counts an attempt that went out and ended, accepted by the
+// downstream or not.
+func (b *RetryBudget) ended(accepted bool) {
+	e := b.epoch()
+	add(&b.requests, e, 1)
+	if accepted {
+		add(&b.accepts, e, 1)
+	}
 }
 
 // deposit counts a first attempt.

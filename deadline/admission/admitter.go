@@ -246,7 +246,7 @@ func (t *Ticket) Done(ctx context.Context, returned bool) {
 		case ctx.Err() == nil:
 			o = deadline.OutcomeSuccess
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			o = deadline.OutcomeFailure
+			o = deadline.OutcomeCut
 		}
 		t.p.Done(o)
 		t.q = false
