@@ -206,7 +206,7 @@ func (l *Limiter) BreakerState() string {
 
 // breakerAcquire decides a call while the breaker is not closed: a probe
 // permit, a refusal, or (decided false) the breaker closed meanwhile.
-func (l *Limiter) breakerAcquire(s uint32, now, end time.Time, need time.Duration) (Permit, error, bool) {
+func (l *Limiter) breakerAcquire(s uint32, route string, now, end time.Time, need time.Duration) (Permit, error, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s = l.state.Load()
@@ -237,7 +237,7 @@ func (l *Limiter) breakerAcquire(s uint32, now, end time.Time, need time.Duratio
 	}
 	l.inflight.Add(1)
 	l.probes++
-	return Permit{l: l, start: now, Probe: true, Ceiling: ceiling}, nil, true
+	return Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}, nil, true
 }
 
 // breakerLearn counts one call's outcome. Under the lock.

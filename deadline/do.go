@@ -228,10 +228,10 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		return ReasonRefused, nil
 	}
 	if l := r.p.Limiter; l != nil {
-		p, ok := l.TryAcquire()
+		p, ok := l.TryAcquire(r.p.Name)
 		if !ok {
 			var err error
-			if p, err = l.Acquire(ctx, r.end, r.need(a)); err != nil {
+			if p, err = l.Acquire(ctx, r.p.Name, r.end, r.need(a)); err != nil {
 				r.refusal, _ = err.(*LimitError)
 				return r.refusal.Cause.Reason(), nil
 			}

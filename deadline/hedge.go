@@ -137,7 +137,7 @@ func (rd *round[T]) hedge() bool {
 	var p Permit
 	if l := r.p.Limiter; l != nil {
 		var ok bool
-		if p, ok = l.TryAcquire(); !ok {
+		if p, ok = l.TryAcquire(r.p.Name); !ok {
 			return false // a hedge never waits for a slot
 		}
 	}

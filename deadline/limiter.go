@@ -124,13 +124,14 @@ type Limiter struct {
 	mu        sync.Mutex
 	head      *waiter // arrival order, oldest first
 	tail      *waiter
-	byEnd     []*waiter // a max-heap on end
+	byEnd     []*waiter // a max-heap on key
 	busySince time.Time
-	// The latency window.
+	// The latency window: each sample is log(latency) less its route's
+	// baseline.
 	winStart   time.Time
-	samples    []time.Duration
+	samples    []float64
+	routes     map[string]*routeStat
 	winMax     int64 // most calls in flight in the window
-	baseline   time.Duration
 	failures   int
 	successes  int
 	openUntil  time.Time
@@ -147,6 +148,7 @@ type waiter struct {
 	ready      chan struct{} // closed when decided
 	end        time.Time     // the call's deadline
 	lastStart  time.Time     // it must start before this instant
+	key        time.Time     // the overloaded order's: the largest first
 	prev, next *waiter
 	idx        int // in byEnd
 	decided    bool
@@ -258,7 +260,8 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	l.origin = time.Now()
 	l.winStart = l.origin
 	if !l.fixed {
-		l.samples = make([]time.Duration, 0, 256)
+		l.samples = make([]float64, 0, 256)
+		l.routes = map[string]*routeStat{}
 	}
 	return l, nil
 }
@@ -283,6 +286,7 @@ func (l *Limiter) Len() (running, waiting int) {
 // [Limiter.TryAcquire] until [Permit.Done]. The zero Permit holds nothing.
 type Permit struct {
 	l     *Limiter
+	route string
 	start time.Time
 	// Probe reports that the call goes out as the breaker's half-open
 	// probe ([Breaker]); Ceiling is then the most it may run.
@@ -320,7 +324,7 @@ const (
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
 // closed: the hot path, with no allocation. When it reports false, call
 // [Limiter.Acquire], which decides whether the call may wait.
-func (l *Limiter) TryAcquire() (Permit, bool) {
+func (l *Limiter) TryAcquire(route string) (Permit, bool) {
 	if l.state.Load() != breakerClosed || l.queued.Load() > 0 {
 		return Permit{}, false
 	}
@@ -330,7 +334,7 @@ func (l *Limiter) TryAcquire() (Permit, bool) {
 			return Permit{}, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return Permit{l: l, start: time.Now()}, true
+			return Permit{l: l, route: route, start: time.Now()}, true
 		}
 	}
 }
@@ -341,13 +345,13 @@ func (l *Limiter) TryAcquire() (Permit, bool) {
 // ctx ends. It returns the permit, or a [*LimitError]: [LimitQueueFull],
 // [LimitQueueTimeout] (matching [ErrLimited]) or [LimitOpen] (matching
 // [ErrDownstreamOpen]). A zero end means no deadline.
-func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration) (Permit, error) {
-	if p, ok := l.TryAcquire(); ok {
+func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need time.Duration) (Permit, error) {
+	if p, ok := l.TryAcquire(route); ok {
 		return p, nil
 	}
 	now := time.Now()
 	if s := l.state.Load(); s != breakerClosed {
-		if p, err, decided := l.breakerAcquire(s, now, end, need); decided {
+		if p, err, decided := l.breakerAcquire(s, route, now, end, need); decided {
 			return p, err
 		}
 	}
@@ -356,21 +360,26 @@ func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration
 	waiting := int(l.queued.Load())
 	if waiting == 0 && l.take() { // freed since TryAcquire
 		l.mu.Unlock()
-		return Permit{l: l, start: now}, nil
+		return Permit{l: l, route: route, start: now}, nil
 	}
-	need = max(need, l.baseline)
+	if rs := l.routes[route]; rs != nil && rs.n >= warmSamples {
+		// What the route needs nine times in ten with no queue: its
+		// baseline plus 1.28 standard deviations, in logs.
+		need = max(need, time.Duration(math.Exp(rs.base+needZ*math.Sqrt(rs.dev))))
+	}
 	lastStart := time.Time{}
 	if !end.IsZero() {
 		lastStart = end.Add(-need)
 	}
 	lifo := l.lifo(now)
+	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
 	// Its place: FIFO behind every waiting call; in the overloaded order
-	// behind those with a later deadline.
+	// behind those served before it.
 	place := waiting
 	if lifo {
 		place = 0
-		for _, w := range l.byEnd {
-			if !w.end.Before(end) {
+		for _, o := range l.byEnd {
+			if !o.key.Before(w.key) {
 				place++
 			}
 		}
@@ -391,7 +400,7 @@ func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration
 		}
 		l.decide(l.head, LimitQueueFull)
 	}
-	w := &waiter{ready: make(chan struct{}), end: end, lastStart: lastStart}
+	w.ready = make(chan struct{})
 	l.push(w, now)
 	l.fill(now) // a slot freed since the look above
 	l.mu.Unlock()
@@ -426,7 +435,7 @@ func (l *Limiter) Acquire(ctx context.Context, end time.Time, need time.Duration
 	if w.refusal != LimitNone {
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
-	return Permit{l: l, start: t, Queued: true, Waited: waited}, nil
+	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
 }
 
 // Done frees the permit's slot, handing it to a waiting call that can still
@@ -457,6 +466,25 @@ func (p *Permit) Done(o Outcome) {
 	}
 }
 
+// routeStat is one route's latency, in log(nanoseconds): a moving average
+// and the baseline, its lowest value (drifting up 1 % a window).
+type routeStat struct {
+	avg, base float64
+	dev       float64 // moving average of (x - avg)², its variance
+	n         int
+}
+
+// warmSamples is how many samples a route's baseline rests on before it
+// counts.
+const warmSamples = 32
+
+// needZ is the normal quantile of the share of a route's calls a waiting
+// call must be as fast as to be sent: 1.28, nine in ten.
+var needZ = 1.28
+
+// maxRoutes bounds the routes a limiter keeps apart; more share one entry.
+const maxRoutes = 256
+
 // learn records one call's latency and outcome. Under the lock.
 func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 	rtt := now.Sub(p.start)
@@ -472,32 +500,56 @@ func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 		l.mean += (float64(rtt) - l.mean) / 64
 	}
 	l.meanNS.Store(int64(l.mean))
-	if n := l.inflight.Load(); n > l.winMax {
+	if n := l.inflight.Load() + 1; n > l.winMax {
 		l.winMax = n
 	}
+	rs := l.routes[p.route]
+	if rs == nil {
+		if len(l.routes) >= maxRoutes {
+			rs = l.routes[""]
+		}
+		if rs == nil {
+			rs = &routeStat{}
+			l.routes[p.route] = rs
+		}
+	}
+	x := math.Log(float64(max(rtt, time.Microsecond)))
+	switch {
+	case rs.n == 0:
+		rs.avg, rs.base = x, x
+	case rs.n < warmSamples:
+		d := x - rs.avg
+		rs.avg += d / float64(rs.n+1)
+		rs.dev += (d*d - rs.dev) / float64(rs.n+1)
+		rs.base = rs.avg
+	default:
+		d := x - rs.avg
+		rs.avg += d / warmSamples
+		rs.dev += (d*d - rs.dev) / (4 * warmSamples)
+		rs.base = min(rs.base, rs.avg)
+	}
+	rs.n++
+	if rs.n < warmSamples {
+		return // its baseline is not known yet
+	}
 	if len(l.samples) < cap(l.samples) {
-		l.samples = append(l.samples, rtt)
+		l.samples = append(l.samples, x-rs.base)
 	} else {
-		l.samples[int(uint64(now.UnixNano())%uint64(len(l.samples)))] = rtt
+		l.samples[int(uint64(now.UnixNano())%uint64(len(l.samples)))] = x - rs.base
 	}
 	if now.Sub(l.winStart) < l.window || len(l.samples) < l.minWindowSamples {
 		return
 	}
 	slices.Sort(l.samples)
-	median := l.samples[len(l.samples)/2]
-	if l.baseline == 0 || median < l.baseline {
-		l.baseline = median
-	} else {
-		l.baseline += l.baseline / 100
+	median := l.samples[len(l.samples)/2] // log(median latency / baseline)
+	for _, r := range l.routes {
+		r.base = min(r.base+0.01, r.avg)
 	}
 	limit := l.limitFloat
 	headroom := math.Sqrt(limit)
-	target := float64(l.baseline) * l.tolerance
-	switch {
-	case float64(median) > target:
-		g := max(target/float64(median), 0.5)
-		limit = limit*g + headroom
-	default:
+	if tol := math.Log(l.tolerance); median > tol {
+		limit = limit*max(math.Exp(tol-median), 0.5) + headroom
+	} else {
 		// Grow, but never far above what the callers use: twice the most
 		// calls in flight in the window (Gradient2's rule for a limit the
 		// caller, not the downstream, bounds). A burst may then double
@@ -593,17 +645,29 @@ func (l *Limiter) remove(w *waiter) {
 	l.queued.Add(-1)
 }
 
-// later orders the heap: the latest deadline first (no deadline is
-// latest), the newest on a tie.
+// priority is a waiting call's key in the overloaded order, the largest
+// served first: its deadline less twice its need. For one route's calls
+// (one need) it is the latest deadline first, the one most likely to
+// finish; across routes a cheap call goes before a costly one with the same
+// deadline, since a slot given to a call that needs less finishes more
+// calls in time. A call without a deadline comes last among those with one.
+func priority(end time.Time, need time.Duration) time.Time {
+	if end.IsZero() {
+		return end
+	}
+	return end.Add(-2 * need)
+}
+
+// later orders the heap by key, the newest first on a tie.
 func (l *Limiter) later(i, j int) bool {
 	a, b := l.byEnd[i], l.byEnd[j]
 	switch {
-	case a.end.IsZero() || b.end.IsZero():
-		return a.end.IsZero() && !b.end.IsZero()
-	case a.end.Equal(b.end):
+	case a.key.IsZero() || b.key.IsZero():
+		return !a.key.IsZero() && b.key.IsZero()
+	case a.key.Equal(b.key):
 		return false
 	}
-	return a.end.After(b.end)
+	return a.key.After(b.key)
 }
 
 func (l *Limiter) swap(i, j int) {

@@ -22,7 +22,7 @@ const ThrottleK = 2
 
 // thisNewConfig describes the rows with the new parts.
 const thisNewConfig = "deadline.Do(ctx, deadline.FromContext(ctx), Policy{Name: the call's route, MaxAttempts 3, Floor 5ms, " +
-	"Backoff{10ms, 40ms, full jitter}, Limiter: deadline.NewLimiter(WithBreaker(deadline.DefaultBreaker())) (one per route, its defaults: " +
+	"Backoff{10ms, 40ms, full jitter}, Limiter: deadline.NewLimiter(WithBreaker(deadline.DefaultBreaker())) (one for the downstream, shared by the routes, its defaults: " +
 	"adaptive limit, waiting only while the call can still finish), RetryBudget: deadline.NewRetryBudget(WithThrottle(2)) (shared; every 503 " +
 	"marked deadline.Overloaded and charging 5 tokens, as deadlinehttp.WithOverloadCharge(5)), LearnedFloor{(*learn.Recorder).Live(Max 1s, " +
 	"MinSamples 20, Every 5, HalfLife 40), Threshold 0.05, ProbeShare 0.1}, the recorder's hooks}); a 503 is retryable, a budget refusal is not"
@@ -63,10 +63,14 @@ func newThisNew(Env) (Caller, error) {
 	return t, nil
 }
 
-// limiter returns route's limiter, made on its first call.
+// limiter returns the downstream's limiter, made on the first call: one
+// for every route, as deadline.Limiter recommends (limiters per route
+// sharing a downstream each see the others' queueing as their own, and
+// the slow route's, whose latency moves least, takes the downstream).
 func (t *thisNew) limiter(route string) (*deadline.Limiter, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	route = "" // one limiter for the downstream, shared by its routes (the policies' Names keep their latencies apart)
 	if l, ok := t.limiters[route]; ok {
 		return l, nil
 	}

@@ -186,12 +186,12 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 	t := Ticket{l: l, route: route, end: a.Deadline.End()}
 	if lim := g.limiter; lim != nil {
 		var ok bool
-		if t.p, ok = lim.TryAcquire(); !ok {
+		if t.p, ok = lim.TryAcquire(route); !ok {
 			need := g.limits.Floor
 			if a.Learned && !a.Probe {
 				need = max(need, l.need(route, a.Budget))
 			}
-			a.Queued, a.QueueWait, t.p, a.Refusal = acquire(ctx, lim, a.Deadline.End(), need)
+			a.Queued, a.QueueWait, t.p, a.Refusal = acquire(ctx, lim, route, a.Deadline.End(), need)
 			if a.Refused() {
 				return a, Ticket{}
 			}

@@ -102,11 +102,11 @@ func (q *Queue) Limiter() *deadline.Limiter { return q.l }
 // it waited, how long, the permit, and RefusalNone or the refusal
 // ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker is
 // answered as full: overload).
-func acquire(ctx context.Context, l *deadline.Limiter, end time.Time, need time.Duration) (bool, time.Duration, deadline.Permit, Refusal) {
-	if p, ok := l.TryAcquire(); ok {
+func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, deadline.Permit, Refusal) {
+	if p, ok := l.TryAcquire(route); ok {
 		return false, 0, p, RefusalNone
 	}
-	p, err := l.Acquire(ctx, end, need)
+	p, err := l.Acquire(ctx, route, end, need)
 	if err == nil {
 		return p.Queued, p.Waited, p, RefusalNone
 	}
