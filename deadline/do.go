@@ -228,7 +228,7 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		return ReasonRefused, nil
 	}
 	if l := r.p.Limiter; l != nil {
-		p, ok := l.TryAcquire(r.p.Name)
+		p, ok := l.tryAcquire(r.p.Name)
 		if !ok {
 			var err error
 			if p, err = l.Acquire(ctx, r.p.Name, r.end, r.need(a)); err != nil {
@@ -249,6 +249,7 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 				a.Ceiling, a.Granted, a.LimitedBy, cause = p.Ceiling, p.Ceiling, LimitCeiling, ErrCeilingReached
 			}
 		}
+		p.start = a.Start
 		r.permit = p
 	}
 	// Throttling counts what would go out to the downstream: after the

@@ -137,9 +137,10 @@ func (rd *round[T]) hedge() bool {
 	var p Permit
 	if l := r.p.Limiter; l != nil {
 		var ok bool
-		if p, ok = l.TryAcquire(r.p.Name); !ok {
+		if p, ok = l.tryAcquire(r.p.Name); !ok {
 			return false // a hedge never waits for a slot
 		}
+		p.start = a.Start
 	}
 	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
 		p.Done(OutcomeIgnore)

@@ -322,9 +322,21 @@ const (
 )
 
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
-// closed: the hot path, with no allocation. When it reports false, call
-// [Limiter.Acquire], which decides whether the call may wait.
+// closed: the hot path, with no allocation and no lock. When it reports
+// false, call [Limiter.Acquire], which decides whether the call may wait.
+// On an adaptive limit it reads the clock, to learn the call's latency
+// when it is Done.
 func (l *Limiter) TryAcquire(route string) (Permit, bool) {
+	p, ok := l.tryAcquire(route)
+	if ok && !l.fixed {
+		p.start = time.Now()
+	}
+	return p, ok
+}
+
+// tryAcquire is TryAcquire without the clock: Do stamps the permit with
+// the attempt's start, which it reads anyway.
+func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 	if l.state.Load() != breakerClosed || l.queued.Load() > 0 {
 		return Permit{}, false
 	}
@@ -334,7 +346,7 @@ func (l *Limiter) TryAcquire(route string) (Permit, bool) {
 			return Permit{}, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return Permit{l: l, route: route, start: time.Now()}, true
+			return Permit{l: l, route: route}, true
 		}
 	}
 }
@@ -491,7 +503,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 	if l.breaker != nil {
 		l.breakerLearn(p, o, now)
 	}
-	if o == OutcomeIgnore || l.fixed {
+	if o == OutcomeIgnore || l.fixed || p.start.IsZero() {
 		return
 	}
 	if l.mean == 0 {
