@@ -18,11 +18,10 @@ const LIFOAfter = 100 * time.Millisecond
 
 // The adaptive limit's defaults ([NewLimiter]).
 const (
-	// DefaultInitialLimit is where an adaptive limit starts: high, because
-	// a call waits or goes out only while it can still finish (see
-	// [Limiter]), so an over-high limit costs one latency window, not the
-	// tens of seconds a limit grown one permit at a time takes to reach a
-	// downstream's capacity.
+	// DefaultInitialLimit is where an adaptive limit starts, as Netflix's
+	// Gradient2 and failsafe-go's adaptivelimiter do; it reaches a
+	// downstream's capacity within a second or two, since it is adjusted
+	// every [DefaultLimitWindow].
 	DefaultInitialLimit = 20
 	// DefaultMinLimit and DefaultMaxLimit bound the adaptive limit.
 	DefaultMinLimit = 1
@@ -37,62 +36,82 @@ const (
 )
 
 // Limiter bounds how many calls run at once against one downstream (a
-// client's, per downstream or route) or in one server's handlers, and lets
-// a call wait for a slot only while it can still finish. Build it with
-// [NewLimiter]; set it on a [Policy] ([Policy.Limiter]) for client calls,
-// or give it to package admission's Admitter for a server's handlers. It is
-// the one waiting rule of the project: admission's Queue is a Limiter with
-// a fixed limit.
+// client's: one Limiter per downstream, shared by the policies of every
+// route that calls it) or in one server's handlers, and lets a call wait
+// for a slot only while it can still finish. Build it with [NewLimiter];
+// set it on a [Policy] ([Policy.Limiter]) for client calls, or give it to
+// package admission's Admitter for a server's handlers. It is the one
+// waiting rule of the project: admission's Queue is a Limiter with a fixed
+// limit.
 //
 // # Admission: can it still finish?
 //
 // A call that finds a free slot and nobody waiting takes it at once (the
-// hot path: a few atomic operations, no allocation). Otherwise it is given
-// its place in the queue only if, at that place, it can still finish:
-// its deadline, less what it needs ([Limiter.Acquire]'s need: the learned
-// service time of its route, else the floor), less the wait its place
-// implies (the calls before it × the limiter's mean latency ÷ limit, the
-// rate at which slots free by Little's law), is still ahead. A waiting call
-// leaves at once, refused with [ErrLimited] ([LimitQueueTimeout]), when its
-// deadline less its need passes or its context ends; it never goes out to
-// do work nobody will receive.
+// hot path: a few atomic operations, no lock, no allocation). Otherwise it
+// is given its place in the queue only if, at that place, it can still
+// finish: its deadline, less what it needs ([Limiter.Acquire]'s need: the
+// learned service time of its route, and at least what the route needs
+// nine times in ten when the downstream has no queue, from the latencies
+// the limiter saw), less the wait its place implies (the calls before it ×
+// the mean latency ÷ the limit, the rate at which slots free by Little's
+// law), is still ahead. A waiting call leaves at once, refused with
+// [ErrLimited] ([LimitQueueTimeout]), when its deadline less its need
+// passes or its context ends: it never goes out to do work nobody will
+// receive.
 //
-// # Order: adaptive, by budget left
+// # Order: adaptive, by what can finish
 //
 // While the queue empties regularly it serves waiting calls in arrival
 // order (FIFO). Once it has held waiting calls for [LIFOAfter] without a
-// break (a standing queue: overload), it serves the call with the latest
-// deadline first, until it empties: the one with the most budget left is
-// the most likely to finish in time, and the calls closest to their
-// deadline leave by themselves. With the uniform budgets of one route this
-// is Facebook's adaptive LIFO ("Fail at Scale", ACM Queue 2015) and
-// Netflix's LifoBlockingLimiter; with mixed budgets it sends the calls
-// that will not be late, which is what keeps work the downstream does for
-// nobody low. When the backlog is full, FIFO refuses the newcomer, and the
-// overloaded order refuses its oldest waiting call instead.
+// break (a standing queue: overload), it serves first the call whose
+// deadline, less twice its need, is latest, until it empties. Among the
+// calls of one route that is the latest deadline first, the one most likely
+// to finish in time, while the calls closest to their deadline leave by
+// themselves; with one route's uniform budgets it is Facebook's adaptive
+// LIFO ("Fail at Scale", ACM Queue 2015) and the order of Netflix's
+// LifoBlockingLimiter. Across routes a cheap call goes before a costly one
+// with the same deadline: a slot given to the call that needs less
+// finishes more calls in time. When the backlog is full, FIFO refuses the
+// newcomer, and the overloaded order refuses its oldest waiting call
+// instead.
 //
-// # The limit: latency against its baseline
+// # The limit: each route's latency against its own baseline
 //
-// An adaptive limit (the default; [WithFixedLimit] turns it off) follows
-// the median latency of the calls that completed in each window
-// ([DefaultLimitWindow], at least 16 calls) against a baseline: the lowest
-// window median seen, drifting up 1 % a window so that a downstream that
-// really became slower is followed. When the median exceeds tolerance ×
-// baseline, queueing has started downstream, and the limit is multiplied
-// by tolerance × baseline ÷ median (at least ½), plus √limit of headroom;
-// otherwise it grows by √limit, and not at all while fewer than half its
-// slots are used (the caller, not the downstream, bounds the calls). The
-// signal is Netflix Gradient2's (a gradient of a short against a long
-// latency) with the median in place of the mean: a downstream's heavy tail
-// moves the mean of a window by a factor of two with no queue at all,
-// while queueing moves its median. Vegas's and Envoy's minimum latency is
-// the right baseline for a narrow distribution and a poor one for a
-// log-normal one, where the minimum is a fraction of the median and the
-// queue estimate never settles. failsafe-go's adaptivelimiter (a Vegas
-// variant) starts low and grows by about one permit a second; this one
-// starts at [DefaultInitialLimit], because a call that could not finish
-// never goes out, so the worst of an over-high limit is one window of
-// queueing downstream before the median says so.
+// An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
+// in each window ([DefaultLimitWindow], at least 16 completed calls), the
+// median of log(latency ÷ the route's baseline) over the calls that ended
+// in it, the baseline being the route's typical latency when it is not
+// queued (the lowest moving average of its log-latency, drifting up 1 % a
+// window so that a downstream that really became slower is followed). When
+// the median exceeds the tolerance, queueing has started downstream, and
+// the limit is multiplied by tolerance ÷ median (at least ½), plus √limit
+// of headroom; otherwise it grows by √limit, but never above twice the
+// calls in flight in the window (Gradient2's rule for a limit the callers,
+// not the downstream, bound).
+//
+// The signal is Netflix Gradient2's, a gradient of a short against a long
+// latency (Gradient2Limit.java), with three changes for deadline-bound
+// calls to a downstream with a heavy tail. The median, not the mean: one
+// call of a Pareto tail moves a window's mean by a factor of two with no
+// queue at all, while queueing moves every call, hence the median. Per
+// route: routes of 20 ms and 200 ms sharing a downstream give a window
+// median that jumps between the two; a log-ratio to each route's own
+// baseline is comparable across them, so one limit serves the downstream.
+// A baseline from the moving average, not the minimum: Vegas's and Envoy's
+// minimum latency (VegasLimit.java; Envoy's gradient controller, which
+// re-measures it by dropping to a small concurrency every minute) suits a
+// narrow distribution, but in a log-normal one the minimum is a fraction
+// of the median and the queue it implies never settles; failsafe-go's
+// adaptivelimiter (a Vegas variant, adaptivelimiter/adaptivelimiter.go)
+// compares a recent p90 with a baseline average, which the tail also
+// moves. Peers grow
+// about one permit a second (windows of a second or more, small steps);
+// this one adjusts every 100 ms window and grows by √limit, which the
+// can-finish rule makes safe: a limit that overshoots sends no call that
+// could not finish, and the next window says so. Starting higher than the
+// callers need was measured and not chosen: before the first window
+// closes, a limit of 1000 sends a whole burst into the downstream's queue,
+// and the first second of an overload is lost (docs/benchmarks.md).
 //
 // # Breaker
 //
