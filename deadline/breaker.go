@@ -121,7 +121,7 @@ func (e *LimitError) ErrorType() string { return e.Cause.Reason().String() }
 //
 // A probe runs under a ceiling ([Permit.Ceiling]): ProbeCeiling, or else
 // what the call needs ([Limiter.Acquire]'s need, at least the limiter's
-// mean latency). A call becomes a probe only if its budget holds that
+// mean latency; none while neither is known). A call becomes a probe only if its budget holds that
 // ceiling twice: when the probe fails, the caller still has as much left as
 // the probe took, for a retry elsewhere or a fallback. A call with less is
 // refused as open, at once, without spending anything.
@@ -232,7 +232,9 @@ func (l *Limiter) breakerAcquire(s uint32, route string, now, end time.Time, nee
 	if ceiling == 0 {
 		ceiling = max(need, time.Duration(l.meanNS.Load()))
 	}
-	if !end.IsZero() && (ceiling <= 0 || end.Sub(now) < 2*ceiling) {
+	// Nothing known of what a call needs (no need given, no latency seen):
+	// the probe runs without a ceiling of its own.
+	if !end.IsZero() && ceiling > 0 && end.Sub(now) < 2*ceiling {
 		return refuse()
 	}
 	l.inflight.Add(1)

@@ -245,7 +245,7 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 					return ReasonRefused, nil
 				}
 			}
-			if p.Probe && p.Ceiling < a.Granted {
+			if p.Probe && p.Ceiling > 0 && p.Ceiling < a.Granted {
 				a.Ceiling, a.Granted, a.LimitedBy, cause = p.Ceiling, p.Ceiling, LimitCeiling, ErrCeilingReached
 			}
 		}

@@ -433,3 +433,27 @@ func BenchmarkLimiterAdmitParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestBreakerProbesWithoutANeed: with nothing known of what a call needs
+// (no need, no latency, no ProbeCeiling), a probe runs without a ceiling
+// rather than never: the breaker can close.
+func TestBreakerProbesWithoutANeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := deadline.Breaker{FailureRatio: 1, MinCalls: 1, Window: time.Second, OpenFor: time.Second, Probes: 1}
+		l := newLimiter(t, deadline.WithFixedLimit(4), deadline.WithBreaker(b))
+		p, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		p.Done(deadline.OutcomeFailure)
+		assert.Equal(t, "open", l.BreakerState())
+		time.Sleep(time.Second)
+		var granted time.Duration
+		_, err := deadline.Do(context.Background(), deadline.New(time.Second), deadline.Policy{MaxAttempts: 1, Limiter: l},
+			func(_ context.Context, a deadline.AttemptInfo) (string, error) {
+				granted = a.Granted
+				return "ok", nil
+			})
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, granted, "no ceiling of its own")
+		assert.Equal(t, "closed", l.BreakerState())
+	})
+}
