@@ -457,3 +457,29 @@ func TestBreakerProbesWithoutANeed(t *testing.T) {
 		assert.Equal(t, "closed", l.BreakerState())
 	})
 }
+
+// FuzzLimiterConfig: any configuration is either accepted, and then the
+// limiter admits and frees a call, or refused with a PolicyError naming the
+// option; nothing panics.
+func FuzzLimiterConfig(f *testing.F) {
+	f.Add(1, 20, 1000, 10, 1.25, int64(100*time.Millisecond), 0.5, 20, 3)
+	f.Add(0, 0, 0, -1, 0.5, int64(0), 2.0, 0, 0)
+	f.Fuzz(func(t *testing.T, lo, initial, hi, backlog int, tol float64, window int64, ratio float64, minCalls, probes int) {
+		b := deadline.DefaultBreaker()
+		b.FailureRatio, b.MinCalls, b.Probes = ratio, minCalls, probes
+		l, err := deadline.NewLimiter(deadline.WithLimitRange(lo, initial, hi), deadline.WithBacklog(backlog),
+			deadline.WithLatencyTolerance(tol), deadline.WithLimitWindow(time.Duration(window)), deadline.WithBreaker(b))
+		if err != nil {
+			var pe *deadline.PolicyError
+			require.ErrorAs(t, err, &pe)
+			require.NotEmpty(t, pe.Field)
+			require.NotEmpty(t, pe.Allowed)
+			return
+		}
+		p, ok := l.TryAcquire("r")
+		require.True(t, ok, "a valid limiter admits its first call")
+		p.Done(deadline.OutcomeSuccess)
+		running, _ := l.Len()
+		require.Zero(t, running)
+	})
+}
