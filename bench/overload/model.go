@@ -103,8 +103,8 @@ type Model struct {
 // Default is the model of issue 31: 50 workers, a queue of 2s; service
 // log-normal median 40ms σ 0.5 with a 2% Pareto tail (min 300ms, α 1.2, cap
 // 5s); deadlines 100ms (30%), 300ms (50%), 1s (20%); 10s at 0.5× capacity,
-// 90s of overload at load× (cold: its first 30s; steady: from 60s on), 30s
-// at 0.5× after.
+// 80s of overload at load× (cold: its first 30s; steady: from 60s on, 20s),
+// 20s at 0.5× after.
 func Default(seed uint64, load float64) Model {
 	return Model{
 		Seed: seed, Workers: 50, MaxQueue: 2 * time.Second,
@@ -112,7 +112,7 @@ func Default(seed uint64, load float64) Model {
 			TailShare: 0.02, TailMin: 300 * time.Millisecond, TailAlpha: 1.2, TailCap: 5 * time.Second}},
 		Deadlines: []Deadline{{100 * time.Millisecond, 0.3}, {300 * time.Millisecond, 0.5}, {time.Second, 0.2}},
 		Load:      load, Base: 0.5,
-		Before: 10 * time.Second, Overload: 90 * time.Second, After: 30 * time.Second,
+		Before: 10 * time.Second, Overload: 80 * time.Second, After: 20 * time.Second,
 		Cold: 30 * time.Second, SteadyFrom: 60 * time.Second,
 	}
 }

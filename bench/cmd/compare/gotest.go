@@ -108,7 +108,7 @@ func testReport(pkg, test, flag string, v any, extra ...string) error {
 	}
 	_ = f.Close()
 	defer os.Remove(f.Name())
-	args := append([]string{"test", "-count=1", "-run", "^" + test + "$", pkg, "-args", "-" + flag + ".out=" + f.Name()}, extra...)
+	args := append([]string{"test", "-count=1", "-timeout=0", "-run", "^" + test + "$", pkg, "-args", "-" + flag + ".out=" + f.Name()}, extra...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
