@@ -204,12 +204,13 @@ func (l *Limiter) BreakerState() string {
 	return "closed"
 }
 
-// breakerAcquire decides a call while the breaker is not closed: a probe
-// permit, a refusal, or (decided false) the breaker closed meanwhile.
-func (l *Limiter) breakerAcquire(s uint32, route string, now, end time.Time, need time.Duration) (Permit, error, bool) {
+// breakerAcquire decides a call while the breaker is not closed (as read
+// on the hot path): a probe permit, a refusal, or (decided false) the
+// breaker closed meanwhile.
+func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Duration) (Permit, error, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s = l.state.Load()
+	s := l.state.Load()
 	if s == breakerOpen && !now.Before(l.openUntil) {
 		s = breakerHalfOpen
 		l.state.Store(s)

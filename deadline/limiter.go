@@ -381,8 +381,8 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		return p, nil
 	}
 	now := time.Now()
-	if s := l.state.Load(); s != breakerClosed {
-		if p, err, decided := l.breakerAcquire(s, route, now, end, need); decided {
+	if l.state.Load() != breakerClosed {
+		if p, err, decided := l.breakerAcquire(route, now, end, need); decided {
 			return p, err
 		}
 	}
