@@ -227,10 +227,79 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		}
 		return ReasonRefused, nil
 	}
+	if l := r.p.Limiter; l != nil {
+		p, ok := l.tryAcquire(r.p.Name)
+		if !ok {
+			var err error
+			if p, err = l.Acquire(ctx, r.p.Name, r.end, r.need(a)); err != nil {
+				r.refusal, _ = err.(*LimitError)
+				return r.refusal.Cause.Reason(), nil
+			}
+			if p.Queued {
+				// Time passed in the queue: the lease is granted anew.
+				if cause = r.lease(n, a); cause == nil {
+					p.Done(OutcomeIgnore)
+					if r.refusedLearned {
+						return ReasonRefusedLearned, nil
+					}
+					return ReasonRefused, nil
+				}
+			}
+			if p.Probe && p.Ceiling > 0 && p.Ceiling < a.Granted {
+				a.Ceiling, a.Granted, a.LimitedBy, cause = p.Ceiling, p.Ceiling, LimitCeiling, ErrCeilingReached
+			}
+		}
+		p.start = a.Start
+		r.permit = p
+	}
+	// Throttling counts what would go out to the downstream: after the
+	// limiter, whose refusals are not the downstream's.
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
+		r.permit.Done(OutcomeIgnore)
+		r.refusal = &LimitError{Cause: LimitThrottled, Remaining: a.Remaining}
+		return ReasonThrottled, nil
+	}
 	if n == 1 && r.p.RetryBudget != nil {
 		r.p.RetryBudget.deposit()
 	}
 	return ReasonSuccess, cause
+}
+
+// need is what attempt a needs to finish once started, for the Limiter's
+// queue: the least lease the LearnedFloor's estimator gives its threshold's
+// chance, else nothing beyond the floor (the limiter adds its baseline).
+func (r *run) need(a *AttemptInfo) time.Duration {
+	if f := r.p.LearnedFloor; f != nil {
+		return r.p.Floor + f.Need(r.p.Name, a.Granted)
+	}
+	return r.p.Floor
+}
+
+// settle frees the attempt's limiter slot and counts it for throttling,
+// given how it ended.
+func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
+	o := OutcomeIgnore
+	switch ended {
+	case EndedCompleted:
+		o = OutcomeSuccess
+	case EndedError:
+		switch {
+		case errors.Is(err, ErrOverloaded):
+			o = OutcomeOverload
+		case retry:
+			o = OutcomeFailure
+		default:
+			o = OutcomeSuccess
+		}
+	case EndedAttemptTimeout:
+		o = OutcomeFailure
+	case EndedDeadline:
+		o = OutcomeCut
+	}
+	p.Done(o)
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
+		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
+	}
 }
 
 // run is the state of one call to Do, kept out of the generic function so
@@ -251,6 +320,9 @@ type run struct {
 	hedges          int
 	balance         int // the retry budget's balance when it denied a retry
 	done            bool
+
+	permit  Permit      // the Limiter's slot for the attempt about to run
+	refusal *LimitError // the Limiter's or the throttle's refusal
 
 	// The learned floor's (LearnedFloor) refusal, and a retry it let
 	// through as a probe before its backoff.
@@ -314,8 +386,13 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	// included; AttemptEnd closes an attempt whose op panicked, not one
 	// whose AttemptStart did (it never began).
 	began, finished := false, false
+	permit := r.permit
+	r.permit = Permit{}
 	defer func() {
 		cancel()
+		if !finished {
+			permit.Done(OutcomeIgnore)
+		}
 		if began && !finished && r.h.AttemptEnd != nil {
 			r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
 		}
@@ -338,6 +415,9 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 			retry = r.retryable(err)
 		}
 		r.last = err
+	}
+	if permit.l != nil || r.p.RetryBudget != nil && r.p.RetryBudget.k > 0 {
+		r.settle(&permit, ended, err, retry)
 	}
 	r.ended = ended
 	if r.h != nil && r.h.AttemptEnd != nil {
@@ -467,6 +547,9 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 		if reason == ReasonRefusedLearned {
 			se.Lease, se.Estimate = r.refusedLease, r.refusedEst
 		}
+		if reason == ReasonLimited || reason == ReasonOpen || reason == ReasonThrottled {
+			se.Refusal = r.refusal
+		}
 		err = se
 	}
 	r.done = true
@@ -478,6 +561,9 @@ func (r *run) stop(ctx context.Context, reason Reason, wait time.Duration) error
 		}
 		if reason == ReasonRefusedLearned {
 			cr.Lease, cr.Estimate = r.refusedLease, r.refusedEst
+		}
+		if reason == ReasonLimited || reason == ReasonOpen || reason == ReasonThrottled {
+			cr.Refusal = r.refusal
 		}
 		r.h.CallEnd(ctx, cr)
 	}

@@ -111,6 +111,32 @@ var (
 	// ErrorType is "retry_budget_exhausted".
 	ErrRetryBudgetExhausted error = &reasonError{"deadline: retry budget exhausted", "retry_budget_exhausted"}
 
+	// ErrLimited is the sentinel of [ReasonLimited]: the policy's
+	// [Limiter] refused the attempt before it went out, its queue full or
+	// the call unable to finish from its place in it ([LimitError]). It
+	// does not match context.DeadlineExceeded: the downstream's capacity,
+	// not the budget, refused it. Its ErrorType is "limited".
+	ErrLimited error = &reasonError{"deadline: limited: the downstream is at its concurrency limit", "limited"}
+
+	// ErrDownstreamOpen is the sentinel of [ReasonOpen]: the [Limiter]'s
+	// [Breaker] is open (or half-open, with no probe the call's budget
+	// could afford): nothing was sent. It does not match
+	// context.DeadlineExceeded. Its ErrorType is "downstream_open".
+	ErrDownstreamOpen error = &reasonError{"deadline: downstream open", "downstream_open"}
+
+	// ErrThrottled is the sentinel of [ReasonThrottled]: client-side
+	// throttling ([WithThrottle]) dropped the attempt before it went out.
+	// It does not match context.DeadlineExceeded. Its ErrorType is
+	// "throttled".
+	ErrThrottled error = &reasonError{"deadline: throttled on the client", "throttled"}
+
+	// ErrOverloaded marks an attempt's error as the downstream's overload
+	// answer (an HTTP 429 or 503, gRPC RESOURCE_EXHAUSTED): wrap it with
+	// [Overloaded]. [Do] counts such an attempt as not accepted by the
+	// downstream (client-side throttling, [WithThrottle]) and as
+	// [OutcomeOverload] for the [Limiter].
+	ErrOverloaded error = &reasonError{"deadline: the downstream is overloaded", "overloaded"}
+
 	// ErrInvalidPolicy is matched by every [PolicyError].
 	ErrInvalidPolicy = errors.New("deadline: invalid policy")
 )
@@ -133,6 +159,9 @@ const (
 	ReasonPanic                           // the operation panicked (hooks only)
 	ReasonRetryBudget                     // the shared retry budget denied the retry
 	ReasonRefusedLearned                  // the learned floor: the lease left would very likely not suffice
+	ReasonLimited                         // the Limiter refused: queue full, or could not finish from its place
+	ReasonOpen                            // the Limiter's breaker is open
+	ReasonThrottled                       // client-side throttling dropped the attempt
 )
 
 var reasonNames = [...]string{
@@ -147,6 +176,9 @@ var reasonNames = [...]string{
 	ReasonPanic:             "panic",
 	ReasonRetryBudget:       "retry_budget_exhausted",
 	ReasonRefusedLearned:    "refused_learned",
+	ReasonLimited:           "limited",
+	ReasonOpen:              "downstream_open",
+	ReasonThrottled:         "throttled",
 }
 
 // String returns the reason's stable snake_case name.
@@ -191,6 +223,12 @@ func (r Reason) Sentinel() error {
 		return ErrRetryBudgetExhausted
 	case ReasonRefusedLearned:
 		return ErrRefusedLearned
+	case ReasonLimited:
+		return ErrLimited
+	case ReasonOpen:
+		return ErrDownstreamOpen
+	case ReasonThrottled:
+		return ErrThrottled
 	}
 	return nil
 }
@@ -217,6 +255,10 @@ type StopError struct {
 	// estimate of its chance to complete within it (else zero).
 	Lease    time.Duration
 	Estimate Estimate
+	// Refusal, for [ReasonLimited], [ReasonOpen] and [ReasonThrottled]:
+	// the limiter's or the throttle's refusal (its cause, limit and queue
+	// position); else nil.
+	Refusal *LimitError
 }
 
 // Error says what stopped the call, what was asked and what was left, then
@@ -249,6 +291,16 @@ func (e *StopError) Error() string {
 	case ReasonRefusedLearned:
 		s = fmt.Sprintf("refused before attempt %d: a %s lease completes %.1f%% of the time (%d recent samples)",
 			e.Attempts+1, readable(e.Lease.Round(time.Millisecond/10)), 100*e.Estimate.P, e.Estimate.Samples)
+	case ReasonLimited, ReasonOpen, ReasonThrottled:
+		s = fmt.Sprintf("%s before attempt %d", e.Reason, e.Attempts+1)
+		if r := e.Refusal; r != nil && r.Cause != LimitThrottled {
+			if r.Cause == LimitOpen {
+				s += fmt.Sprintf(": %s left", readable(left))
+			} else {
+				s += fmt.Sprintf(" (%s): position %d at limit %d, %s left, %s needed", r.Cause, r.Position, r.Limit,
+					readable(left), readable(r.Need.Round(time.Millisecond/10)))
+			}
+		}
 	default:
 		s = e.Reason.String()
 	}
@@ -258,7 +310,7 @@ func (e *StopError) Error() string {
 	} else {
 		s = "deadline: " + s
 	}
-	if e.Reason != ReasonRefused && e.Reason != ReasonRefusedLearned || e.Attempts > 0 {
+	if !e.Reason.beforeAttempt() || e.Attempts > 0 {
 		s += fmt.Sprintf(" (after %d attempt%s)", e.Attempts, plural(e.Attempts))
 	}
 	if e.Last != nil {
@@ -267,6 +319,16 @@ func (e *StopError) Error() string {
 		}
 	}
 	return s
+}
+
+// beforeAttempt reports whether r stops a call before an attempt, whose
+// message already says which.
+func (r Reason) beforeAttempt() bool {
+	switch r {
+	case ReasonRefused, ReasonRefusedLearned, ReasonLimited, ReasonOpen, ReasonThrottled:
+		return true
+	}
+	return false
 }
 
 // repeats reports whether msg, an error's text, says nothing more than

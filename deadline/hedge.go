@@ -11,9 +11,10 @@ type flight struct {
 	actx   context.Context // the attempt's lease
 	octx   context.Context // what op runs in (AttemptStart's)
 	cancel context.CancelCauseFunc
-	began  bool // AttemptStart returned
-	lost   bool // canceled with ErrHedgeLost
-	done   bool // op returned
+	permit Permit // its Limiter slot
+	began  bool   // AttemptStart returned
+	lost   bool   // canceled with ErrHedgeLost
+	done   bool   // op returned
 }
 
 // outcome is what an attempt's goroutine reports.
@@ -79,6 +80,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 			f.done = true
 			rd.inflight--
 			if o.panicked {
+				f.permit.Done(OutcomeIgnore)
 				rd.end(f, AttemptResult{EndedBy: EndedPanic})
 				f.cancel(nil)
 				panic(o.pv)
@@ -88,17 +90,20 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 				if o.err == nil && h.Discard != nil {
 					h.Discard(o.v)
 				}
+				f.permit.Done(OutcomeIgnore)
 				rd.end(f, AttemptResult{Err: o.err, EndedBy: EndedHedgeLost})
 			case o.err == nil:
 				won, v = true, o.v
 				rd.cancelOthers(f)
 				r.ended, r.retry = EndedCompleted, false
+				r.settle(&f.permit, EndedCompleted, nil, false)
 				rd.end(f, AttemptResult{EndedBy: EndedCompleted, HedgeWinner: len(rd.flights) > 1})
 			default:
 				failed = true
 				ended, e := r.classify(ctx, f.actx, &f.a, o.err)
 				retry := (ended == EndedError || ended == EndedAttemptTimeout) && r.retryable(e)
 				r.last, r.ended, r.retry, err = e, ended, retry, e
+				r.settle(&f.permit, ended, e, retry)
 				rd.end(f, AttemptResult{Err: e, Retryable: retry, EndedBy: ended})
 			}
 			f.cancel(nil)
@@ -129,13 +134,27 @@ func (rd *round[T]) hedge() bool {
 		r.refusedLearned = false
 		return false
 	}
+	var p Permit
+	if l := r.p.Limiter; l != nil {
+		var ok bool
+		if p, ok = l.tryAcquire(r.p.Name); !ok {
+			return false // a hedge never waits for a slot
+		}
+		p.start = a.Start
+	}
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
+		p.Done(OutcomeIgnore)
+		return false
+	}
 	if r.p.RetryBudget != nil {
 		if ok, _ := r.p.RetryBudget.withdraw(); !ok {
+			p.Done(OutcomeIgnore)
 			return false
 		}
 	}
 	a.Hedge = true
 	r.hedges++
+	r.permit = p
 	rd.start(a, cause)
 	return true
 }
@@ -146,13 +165,15 @@ func (rd *round[T]) start(a AttemptInfo, cause error) {
 	r.attempts = a.Number
 	dctx, cancel := context.WithCancelCause(rd.ctx)
 	actx, stop := context.WithDeadlineCause(dctx, a.Start.Add(a.Granted), cause)
-	f := &flight{a: a, actx: actx, octx: actx, cancel: func(c error) { cancel(c); stop() }}
+	f := &flight{a: a, actx: actx, octx: actx, cancel: func(c error) { cancel(c); stop() }, permit: r.permit}
+	r.permit = Permit{}
 	if r.h != nil && r.h.AttemptStart != nil {
 		func() {
 			ok := false
 			defer func() {
 				if !ok {
 					f.cancel(nil) // AttemptStart panicked: the attempt never began
+					f.permit.Done(OutcomeIgnore)
 				}
 			}()
 			if c := r.h.AttemptStart(actx, a); c != nil {
@@ -216,6 +237,9 @@ func (rd *round[T]) abort() {
 		o := <-rd.results
 		rd.flights[o.i].done = true
 		ended = append(ended, o)
+	}
+	for _, f := range rd.flights {
+		f.permit.Done(OutcomeIgnore)
 	}
 	endAll(len(ended)-1, func(i int) {
 		o := ended[i]

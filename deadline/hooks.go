@@ -215,6 +215,10 @@ type CallResult struct {
 	// chance it completes within it; zero otherwise.
 	Lease    time.Duration
 	Estimate Estimate
+	// Refusal, for [ReasonLimited], [ReasonOpen] and [ReasonThrottled]:
+	// the limiter's or the throttle's refusal, with its cause, the limit
+	// and the call's place in the queue; else nil.
+	Refusal *LimitError
 }
 
 // Hooks is a set of optional callbacks that observe a call made by [Do],

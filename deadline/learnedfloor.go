@@ -103,3 +103,25 @@ func (r *run) leaseAfter(remaining, wait time.Duration) time.Duration {
 	}
 	return lease
 }
+
+// Need returns the least lease, at most budget, with which an attempt of
+// step completes with a probability of at least f's Threshold, given that
+// budget does (a bisection of the estimator's answers, to about 1 %), or 0
+// when the estimator has no answer for budget on MinSamples samples. It is
+// the "need" of the waiting rule a [Limiter] and package admission's queue
+// share: a call waits only while its deadline less its need is ahead.
+func (f *LearnedFloor) Need(step string, budget time.Duration) time.Duration {
+	if e, ok := f.Estimator.Completion(step, budget); !ok || e.Samples < f.MinSamples || e.P < f.Threshold {
+		return 0
+	}
+	lo, hi := time.Duration(0), budget
+	for hi-lo > hi/128 && hi-lo > time.Microsecond {
+		mid := lo + (hi-lo)/2
+		if e, ok := f.Estimator.Completion(step, mid); ok && e.Samples >= f.MinSamples && e.P >= f.Threshold {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}

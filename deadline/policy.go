@@ -70,6 +70,20 @@ type Policy struct {
 	// makes the policy invalid.
 	RetryBudget *RetryBudget
 
+	// Limiter, when set, bounds the attempts in flight to the downstream
+	// this policy calls, shared with every policy that holds the same one
+	// (see [Limiter]): before each attempt, first, retry or hedge, it
+	// takes a slot, waiting for one only while the call can still finish
+	// (its learned need, with a LearnedFloor, else the floor, at least the
+	// limiter's baseline latency); a refused attempt is not sent and the
+	// call stops with [ReasonLimited] or, its breaker open,
+	// [ReasonOpen] ([StopError.Refusal] says why, where and at which
+	// limit). A hedge never waits: one with no free slot is not started.
+	// The slot is freed when the attempt returns, and teaches the limit
+	// its latency. A half-open breaker's probe runs under the probe's
+	// ceiling. Nil (the default): no limit, and Do's cost is unchanged.
+	Limiter *Limiter
+
 	// Hedge, when set with MaxHedges > 0, turns on hedged attempts: when
 	// an attempt has run for the hedge delay without returning, another
 	// one starts alongside it, and the first success wins (see [Hedge] and
@@ -188,6 +202,8 @@ func (p *Policy) validate() error {
 		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
 	case p.RetryBudget != nil && p.RetryBudget.bucket == 0:
 		return &PolicyError{"Policy.RetryBudget", "RetryBudget{}", "nil or a budget from NewRetryBudget"}
+	case p.Limiter != nil && p.Limiter.initial == 0:
+		return &PolicyError{"Policy.Limiter", "Limiter{}", "nil or a limiter from NewLimiter"}
 	case p.Hedge != nil:
 		if err := p.Hedge.validate(); err != nil {
 			return err

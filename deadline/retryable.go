@@ -120,3 +120,23 @@ func (e *AttemptTimeoutError) Timeout() bool { return true }
 
 // ErrorType returns "attempt_timeout".
 func (e *AttemptTimeoutError) ErrorType() string { return "attempt_timeout" }
+
+// overloadedError marks an error as the downstream's overload answer.
+type overloadedError struct{ err error }
+
+func (e *overloadedError) Error() string        { return e.err.Error() }
+func (e *overloadedError) Unwrap() error        { return e.err }
+func (e *overloadedError) Is(target error) bool { return target == ErrOverloaded }
+
+// Overloaded marks err as the downstream's overload answer (an HTTP 429 or
+// 503, gRPC RESOURCE_EXHAUSTED), so that errors.Is(err, [ErrOverloaded])
+// holds: [Do] then counts the attempt as refused for client-side throttling
+// ([WithThrottle]) and as [OutcomeOverload] for a [Limiter]. errors.Is and
+// errors.As still find the original error, whose message is unchanged;
+// [IsRetryable] still sees its marks. Overloaded(nil) is nil.
+func Overloaded(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &overloadedError{err}
+}

@@ -52,6 +52,12 @@ type RetryBudget struct {
 
 	deposits    [retryBuckets]atomic.Uint64 // epoch<<32 | count
 	withdrawals [retryBuckets]atomic.Uint64
+
+	// Client-side throttling (WithThrottle): K, and the attempts asked
+	// for and accepted by the downstream in the same window.
+	k        float64
+	requests [retryBuckets]atomic.Uint64
+	accepts  [retryBuckets]atomic.Uint64
 }
 
 // RetryBudgetOption configures a [RetryBudget] built by [NewRetryBudget].
@@ -103,6 +109,34 @@ func WithMinRetryRate(perSecond float64) RetryBudgetOption {
 	})
 }
 
+// WithThrottle adds client-side throttling, the form of Google's SRE book
+// ("Handling Overload", 2016), to the budget: every attempt, first, retry or
+// hedge, is counted as a request in the same window as the retries when it
+// ends (one its caller canceled, or a hedge that lost, is not counted), and
+// every attempt the downstream accepted (it answered, with anything but an
+// overload answer, [ErrOverloaded], before the attempt was cut) as an
+// accept; before an attempt goes out it is dropped on the client with
+// probability max(0, (requests − k × accepts) / (requests + 1)), and the
+// call stops with [ReasonThrottled]. A dropped attempt counts as a request
+// too, so the drop rate follows the downstream's own refusal rate. An
+// overload charge ([RetryBudget.Charge]) counts its n tokens as n refused
+// requests as well: one overload answer draws both the retries and the
+// first attempts down, in one accounting.
+//
+// k is in [1, 100]: 2 (the book's value) lets the downstream refuse half of
+// the requests before any is dropped; 1.1 drops as soon as it refuses a
+// tenth. Anything else, NaN included, makes [NewRetryBudget] return a
+// [*PolicyError].
+func WithThrottle(k float64) RetryBudgetOption {
+	return retryBudgetOption(func(b *RetryBudget) error {
+		if !(k >= 1 && k <= 100) {
+			return &PolicyError{"deadline.WithThrottle", k, "in [1, 100] (e.g. 2: the SRE book's K)"}
+		}
+		b.k = k
+		return nil
+	})
+}
+
 // NewRetryBudget returns a RetryBudget with the defaults
 // ([DefaultRetryRatio], [DefaultRetryWindow], [DefaultMinRetryRate]) changed
 // by opts, whose window starts now. An invalid option returns a
@@ -145,7 +179,58 @@ func (b *RetryBudget) Balance() int {
 // does nothing.
 func (b *RetryBudget) Charge(n int) {
 	if n > 0 {
-		add(&b.withdrawals, b.epoch(), n)
+		e := b.epoch()
+		add(&b.withdrawals, e, n)
+		if b.k > 0 {
+			add(&b.requests, e, n)
+		}
+	}
+}
+
+// Throttle returns the throttling K ([WithThrottle]), 0 when off.
+func (b *RetryBudget) Throttle() float64 { return b.k }
+
+// DropProbability returns the probability that client-side throttling
+// drops an attempt now ([WithThrottle]): max(0, (requests − K × accepts) /
+// (requests + 1)) over the window; 0 when throttling is off.
+func (b *RetryBudget) DropProbability() float64 {
+	if b.k == 0 {
+		return 0
+	}
+	return b.dropP(b.epoch())
+}
+
+func (b *RetryBudget) dropP(e uint32) float64 {
+	var req, acc uint64
+	for i := range retryBuckets {
+		req += count(b.requests[i].Load(), e)
+		acc += count(b.accepts[i].Load(), e)
+	}
+	return max(0, (float64(req)-b.k*float64(acc))/float64(req+1))
+}
+
+// throttled reports whether throttling drops an attempt, draw being
+// uniform in [0, 1), and counts a dropped one as a request. An attempt that
+// goes out is counted when it ends ([RetryBudget.ended]): counted as it
+// started, every attempt in flight would weigh as a refusal until it
+// returns, and a cold budget would drop nearly everything while its first
+// attempts are out.
+func (b *RetryBudget) throttled(draw float64) bool {
+	e := b.epoch()
+	if draw < b.dropP(e) {
+		add(&b.requests, e, 1)
+		return true
+	}
+	return false
+}
+
+// ended counts an attempt that went out and ended, accepted by the
+// downstream or not.
+func (b *RetryBudget) ended(accepted bool) {
+	e := b.epoch()
+	add(&b.requests, e, 1)
+	if accepted {
+		add(&b.accepts, e, 1)
 	}
 }
 

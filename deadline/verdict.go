@@ -22,6 +22,15 @@ const (
 	// ([ReasonRetryBudget]): the downstream is failing for many callers at
 	// once, and retries were shed to keep them from multiplying its load.
 	VerdictRetriesThrottled Verdict = "retries_throttled"
+	// VerdictOverloaded: the downstream was at its capacity and the call
+	// was not sent ([ReasonLimited]: the [Limiter]'s queue was full, or
+	// the call could not finish from its place in it; [ReasonThrottled]:
+	// client-side throttling): neither the deadline nor the operation,
+	// but the downstream's capacity, ended it.
+	VerdictOverloaded Verdict = "downstream_overloaded"
+	// VerdictOpen: the [Limiter]'s breaker was open ([ReasonOpen]): the
+	// downstream has been failing, and nothing was sent.
+	VerdictOpen Verdict = "downstream_open"
 	// VerdictTooSlow: at least one attempt was bound by its ceiling and
 	// reached it ([CallResult.CeilingTimeouts] > 0): the operation, not the
 	// budget, was the limit.
@@ -46,25 +55,28 @@ func (v Verdict) String() string { return string(v) }
 //  2. [VerdictCanceled] when r.Reason is [ReasonCanceled];
 //  3. [VerdictThrottled] when r.Reason is [ReasonRetryAfterTooLong];
 //  4. [VerdictRetriesThrottled] when r.Reason is [ReasonRetryBudget];
-//  5. [VerdictTooSlow] when r.CeilingTimeouts > 0: an attempt bound by its
+//  5. [VerdictOverloaded] when r.Reason is [ReasonLimited] or
+//     [ReasonThrottled], [VerdictOpen] when it is [ReasonOpen];
+//  6. [VerdictTooSlow] when r.CeilingTimeouts > 0: an attempt bound by its
 //     ceiling (configured or learned, [LimitLearnedCeiling]) reached it, whatever stopped the call afterwards (attempts
 //     exhausted, a later attempt cut by the deadline, a refusal, a backoff
 //     that did not fit, a non-retryable error);
-//  6. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],
+//  7. [VerdictDeadlineTooSmall] when r.Reason is [ReasonDeadline],
 //     [ReasonRefused], [ReasonRefusedLearned] (the lease left would very
 //     likely not have sufficed, before anything was sent) or
 //     [ReasonBackoffTooLong];
-//  7. [VerdictFailed] otherwise: [ReasonNotRetryable], [ReasonExhausted]
+//  8. [VerdictFailed] otherwise: [ReasonNotRetryable], [ReasonExhausted]
 //     (on errors), [ReasonPanic], or a reason this version does not know.
 //
-// Rules 3 and 4 come first among the failures because something outside
+// Rules 3 to 5 come first among the failures because something outside
 // the call, a server's Retry-After or the fleet's retry budget, decided
 // that no retry would follow, with time left: neither the deadline nor the
 // operation alone ended the call. A denied retry says the downstream fails
 // for many callers at once; an earlier attempt that reached its ceiling
-// (rule 5) is then a symptom of that outage, and the retry that would have
+// (rule 6) is then a symptom of that outage, and the retry that would have
 // followed was shed on purpose, so the verdict names the storm, not the
-// ceiling. Rule 5 comes before rule 6 because an attempt that used its
+// ceiling; a limiter, a throttle or a breaker that refused an attempt
+// likewise names the downstream's state. Rule 6 comes before rule 7 because an attempt that used its
 // whole ceiling says the ceiling, not the budget, was the binding limit: a
 // larger budget would not have made that attempt succeed.
 func VerdictOf(r CallResult) Verdict {
@@ -77,6 +89,10 @@ func VerdictOf(r CallResult) Verdict {
 		return VerdictThrottled
 	case ReasonRetryBudget:
 		return VerdictRetriesThrottled
+	case ReasonLimited, ReasonThrottled:
+		return VerdictOverloaded
+	case ReasonOpen:
+		return VerdictOpen
 	}
 	if r.CeilingTimeouts > 0 {
 		return VerdictTooSlow

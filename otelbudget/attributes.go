@@ -118,6 +118,25 @@ const (
 	AttrRetryBudgetBalance = attribute.Key("deadline.retry_budget.balance")
 )
 
+// On the call span of a call a [deadline.Limiter] or client-side throttling
+// refused before an attempt went out (stop reasons "limited",
+// "downstream_open" and "throttled", [deadline.StopError.Refusal]): why, the
+// limit when it decided and the call's place in the queue.
+const (
+	// AttrLimitCause is the refusal's cause ([deadline.LimitCause]):
+	// "queue_full", "queue_timeout", "open" or "throttled".
+	AttrLimitCause = attribute.Key("deadline.limit.cause")
+	// AttrLimitLimit is the limiter's limit when it refused (not set for
+	// throttling).
+	AttrLimitLimit = attribute.Key("deadline.limit.limit")
+	// AttrLimitQueuePosition is the call's place in the limiter's queue
+	// when it arrived, 1 the next served (queue causes only).
+	AttrLimitQueuePosition = attribute.Key("deadline.limit.queue_position")
+	// AttrLimitWaitedMs is how long the call waited in the queue before it
+	// was refused (queue causes only; 0 when refused on arrival).
+	AttrLimitWaitedMs = attribute.Key("deadline.limit.waited_ms")
+)
+
 // On the call span of a call the learned floor refused (stop reason
 // "refused_learned", [deadline.LearnedFloor]), and on the backoff event of a
 // retry it refused: the lease the refused attempt would have been granted,

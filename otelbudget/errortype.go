@@ -18,7 +18,7 @@ const (
 )
 
 // lastReason is the last stop reason this version knows.
-const lastReason = deadline.ReasonRefusedLearned
+const lastReason = deadline.ReasonThrottled
 
 // attemptErrorType is the error.type of an attempt that did not complete:
 // what ended it when a limit or the caller did, else the error's type.

@@ -39,6 +39,12 @@ const (
 	// attribute step). A rise says a downstream fails for many callers at
 	// once and retries are being shed.
 	MetricRetryBudgetDenials = "deadline.retry_budget.denials"
+	// MetricLimitRefusals counts calls a [deadline.Limiter] or client-side
+	// throttling refused before an attempt went out, stop reasons limited,
+	// downstream_open and throttled (counter, {refusal}; attributes step,
+	// stop_reason, verdict). A rise says the downstream is at its capacity
+	// (limited, throttled) or failing (downstream_open).
+	MetricLimitRefusals = "deadline.limit.refusals"
 )
 
 // durationBuckets are the explicit bucket boundaries, in seconds, of the
@@ -81,6 +87,7 @@ type instruments struct {
 	attempts        metric.Int64Histogram
 	refusals        metric.Int64Counter
 	denials         metric.Int64Counter
+	limited         metric.Int64Counter
 	slack           metric.Float64Histogram
 }
 
@@ -124,6 +131,11 @@ func newInstruments(m metric.Meter) instruments {
 		handle(err)
 		ins.denials, _ = nm.Int64Counter(MetricRetryBudgetDenials)
 	}
+	if ins.limited, err = m.Int64Counter(MetricLimitRefusals, metric.WithUnit("{refusal}"),
+		metric.WithDescription("Calls a concurrency limiter, its breaker or client-side throttling refused before an attempt went out.")); err != nil {
+		handle(err)
+		ins.limited, _ = nm.Int64Counter(MetricLimitRefusals)
+	}
 	if ins.slack, err = m.Float64Histogram(MetricCallSlack, metric.WithUnit("s"),
 		metric.WithDescription("Budget left when a logical call ended (0 when it ended at or after the deadline)."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
@@ -155,6 +167,7 @@ type attemptMetricKey struct {
 type callOpts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption // step only, for the refusal and denial counters
+	all []metric.AddOption // step, stop_reason, verdict: the limit refusals counter
 }
 
 // caches holds pre-built attribute options and span names, keyed by step.
@@ -178,6 +191,7 @@ func (c *caches) callOpts(k callMetricKey) callOpts {
 	v = callOpts{
 		rec: []metric.RecordOption{metric.WithAttributeSet(set)},
 		add: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(AttrStep.String(k.step)))},
+		all: []metric.AddOption{metric.WithAttributeSet(set)},
 	}
 	c.mu.Lock()
 	if len(c.call) < maxCached {

@@ -398,6 +398,8 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 			o.inst.refusals.Add(ctx, 1, opts.add...)
 		case deadline.ReasonRetryBudget:
 			o.inst.denials.Add(ctx, 1, opts.add...)
+		case deadline.ReasonLimited, deadline.ReasonOpen, deadline.ReasonThrottled:
+			o.inst.limited.Add(ctx, 1, opts.all...)
 		}
 	}
 	if c == nil || c.span == nil {
@@ -431,6 +433,9 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 	if r.Reason == deadline.ReasonRefusedLearned {
 		attrs = append(attrs, refusedAttrs(r.Lease, r.Estimate)...)
 	}
+	if rf := r.Refusal; rf != nil {
+		attrs = append(attrs, limitAttrs(rf)...)
+	}
 	if r.Reason == deadline.ReasonRetryBudget {
 		attrs = append(attrs, AttrRetryBudgetDenied.Bool(true))
 		if se, ok := r.Err.(*deadline.StopError); ok {
@@ -446,6 +451,18 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 	}
 	c.span.SetAttributes(attrs...)
 	c.span.End()
+}
+
+// limitAttrs says why a limiter or throttling refused an attempt.
+func limitAttrs(rf *deadline.LimitError) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{AttrLimitCause.String(rf.Cause.String())}
+	switch rf.Cause {
+	case deadline.LimitQueueFull, deadline.LimitQueueTimeout:
+		attrs = append(attrs, AttrLimitLimit.Int(rf.Limit), AttrLimitQueuePosition.Int(rf.Position), AttrLimitWaitedMs.Int64(ms(rf.Waited)))
+	case deadline.LimitOpen:
+		attrs = append(attrs, AttrLimitLimit.Int(rf.Limit))
+	}
+	return attrs
 }
 
 // refusedAttrs says why the learned floor refused an attempt.

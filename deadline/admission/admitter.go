@@ -75,16 +75,8 @@ func (l *Learned) validate() error {
 // a probability of at least the threshold, given that budget does (a
 // bisection of the estimator's answers, to about 1%).
 func (l *Learned) need(route string, budget time.Duration) time.Duration {
-	lo, hi := time.Duration(0), budget
-	for hi-lo > hi/128 && hi-lo > time.Microsecond {
-		mid := lo + (hi-lo)/2
-		if e, ok := l.Estimator.Completion(route, mid); ok && e.Samples >= l.MinSamples && e.P >= l.Threshold {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
+	f := deadline.LearnedFloor{Estimator: l.Estimator, Threshold: l.Threshold, MinSamples: l.MinSamples}
+	return f.Need(route, budget)
 }
 
 // Config configures [NewAdmitter].
@@ -97,6 +89,12 @@ type Config struct {
 	// Queue, when not nil, bounds how many admitted calls run at once
 	// ([Queue]); several Admitters may share one.
 	Queue *Queue
+	// Limiter, when not nil, bounds them with an adaptive limit instead
+	// ([deadline.Limiter], its limit following the handlers' latency, with
+	// the same waiting rule as Queue's); several Admitters may share one.
+	// Set Queue or Limiter, not both. A refusal of its breaker is answered
+	// as [RefusalQueueFull].
+	Limiter *deadline.Limiter
 }
 
 // Admitter is a server's admission, configured once and used for every
@@ -113,6 +111,7 @@ type Admitter struct {
 	limits  Limits
 	learned *Learned
 	queue   *Queue
+	limiter *deadline.Limiter // the queue's, or Config.Limiter
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
@@ -122,7 +121,13 @@ func NewAdmitter(c Config) (*Admitter, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Admitter{limits: c.Limits, queue: c.Queue}
+	g := &Admitter{limits: c.Limits, queue: c.Queue, limiter: c.Limiter}
+	switch {
+	case c.Queue != nil && c.Limiter != nil:
+		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "set with Queue", Allowed: "Queue or Limiter, not both"}
+	case c.Queue != nil:
+		g.limiter = c.Queue.l
+	}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {
 			return nil, err
@@ -179,20 +184,21 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 		}
 	}
 	t := Ticket{l: l, route: route, end: a.Deadline.End()}
-	if q := g.queue; q != nil {
-		if !q.tryAcquire() {
+	if lim := g.limiter; lim != nil {
+		var ok bool
+		if t.p, ok = lim.TryAcquire(route); !ok {
 			need := g.limits.Floor
 			if a.Learned && !a.Probe {
 				need = max(need, l.need(route, a.Budget))
 			}
-			a.Queued, a.QueueWait, a.Refusal = q.wait(ctx, a.Deadline.End().Add(-need))
+			a.Queued, a.QueueWait, t.p, a.Refusal = acquire(ctx, lim, route, a.Deadline.End(), need)
 			if a.Refused() {
 				return a, Ticket{}
 			}
 		}
-		t.q = q
+		t.q = true
 	}
-	if t.l != nil || t.q != nil {
+	if t.l != nil || t.q {
 		t.start = time.Now()
 	}
 	return a, t
@@ -203,7 +209,8 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 // holds nothing.
 type Ticket struct {
 	l     *Learned
-	q     *Queue
+	q     bool // p holds a slot
+	p     deadline.Permit
 	route string
 	start time.Time
 	end   time.Time // the call's deadline
@@ -232,9 +239,17 @@ func (t *Ticket) Exclude(d time.Duration) {
 // when it started) or, canceled, not at all. Both durations are less the
 // time given to [Ticket.Exclude]. Calls after the first do nothing.
 func (t *Ticket) Done(ctx context.Context, returned bool) {
-	if t.q != nil {
-		t.q.release()
-		t.q = nil
+	if t.q {
+		o := deadline.OutcomeIgnore
+		switch {
+		case !returned:
+		case ctx.Err() == nil:
+			o = deadline.OutcomeSuccess
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			o = deadline.OutcomeCut
+		}
+		t.p.Done(o)
+		t.q = false
 	}
 	if t.l == nil {
 		return

@@ -2,16 +2,17 @@ package admission
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
 )
 
-// LIFOAfter is how long an [Queue] must have held waiting calls
+// LIFOAfter is how long a [Queue] must have held waiting calls
 // without a break before it serves the newest first: CoDel's interval, as
-// Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015).
-const LIFOAfter = 100 * time.Millisecond
+// Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015). It
+// is [deadline.LIFOAfter]: the queue is a [deadline.Limiter].
+const LIFOAfter = deadline.LIFOAfter
 
 // Queue bounds how many admitted calls a server runs at once
 // (limit) and how many may wait for a slot (backlog). [Admitter] uses it:
@@ -51,27 +52,19 @@ const LIFOAfter = 100 * time.Millisecond
 // admits it and refuses its oldest waiting call instead, which is the least
 // likely to finish.
 //
+// A Queue is a [deadline.Limiter] with a fixed limit: the waiting rule and
+// the order are written once, there, and shared with the client side's
+// limit ([deadline.Policy.Limiter]); with mixed budgets its overloaded
+// order serves the latest deadline first, which for one route's uniform
+// budgets is the newest. [Config.Limiter] gives a server an adaptive limit
+// in its place.
+//
 // It is safe for concurrent use. A waiting call is the caller's own
 // goroutine, blocked until it gets a slot or leaves; the queue starts no
 // goroutine.
 type Queue struct {
 	limit, backlog int
-
-	mu         sync.Mutex
-	running    int       // slots taken
-	head, tail *waiter   // waiting calls, oldest first
-	waiting    int       // len of the list
-	busySince  time.Time // when the list last became non-empty
-}
-
-// waiter is a call waiting for a slot. Its fields after ready are the
-// queue's, under its lock.
-type waiter struct {
-	ready      chan struct{} // closed when decided
-	lastStart  time.Time     // it must start before this instant
-	prev, next *waiter
-	decided    bool
-	refusal    Refusal // when decided: RefusalNone is a slot
+	l              *deadline.Limiter
 }
 
 // NewQueue returns a queue that runs at most limit calls at once
@@ -85,7 +78,11 @@ func NewQueue(limit, backlog int) (*Queue, error) {
 	case backlog < 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	return &Queue{limit: limit, backlog: backlog}, nil
+	l, err := deadline.NewLimiter(deadline.WithFixedLimit(limit), deadline.WithBacklog(backlog))
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{limit: limit, backlog: backlog, l: l}, nil
 }
 
 // Limit returns how many calls the queue runs at once.
@@ -95,133 +92,31 @@ func (q *Queue) Limit() int { return q.limit }
 func (q *Queue) Backlog() int { return q.backlog }
 
 // Len returns how many calls run and how many wait, now.
-func (q *Queue) Len() (running, waiting int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.running, q.waiting
-}
+func (q *Queue) Len() (running, waiting int) { return q.l.Len() }
 
-// tryAcquire takes a slot if one is free and nobody waits for one.
-func (q *Queue) tryAcquire() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.running < q.limit && q.waiting == 0 {
-		q.running++
-		return true
+// Limiter returns the limiter the queue is.
+func (q *Queue) Limiter() *deadline.Limiter { return q.l }
+
+// acquire takes a slot in l for a call that must end by end and needs need
+// once started, waiting only while it can (see [deadline.Limiter]): whether
+// it waited, how long, the permit, and RefusalNone or the refusal
+// ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker is
+// answered as full: overload).
+func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, deadline.Permit, Refusal) {
+	if p, ok := l.TryAcquire(route); ok {
+		return false, 0, p, RefusalNone
 	}
-	return false
-}
-
-// wait waits for a slot for a call that must start before lastStart, or
-// until ctx ends. It returns whether the call waited in the queue, how
-// long, and RefusalNone with a slot taken, or the refusal.
-func (q *Queue) wait(ctx context.Context, lastStart time.Time) (bool, time.Duration, Refusal) {
-	start := time.Now()
-	q.mu.Lock()
-	switch {
-	case q.running < q.limit && q.waiting == 0: // freed since tryAcquire
-		q.running++
-		q.mu.Unlock()
-		return false, 0, RefusalNone
-	case !start.Before(lastStart) || ctx.Err() != nil:
-		q.mu.Unlock()
-		return false, 0, RefusalQueueTimeout
-	case q.waiting >= q.backlog:
-		if q.backlog == 0 || !q.lifo(start) {
-			q.mu.Unlock()
-			return false, 0, RefusalQueueFull
+	p, err := l.Acquire(ctx, route, end, need)
+	if err == nil {
+		return p.Queued, p.Waited, p, RefusalNone
+	}
+	var le *deadline.LimitError
+	if errors.As(err, &le) {
+		queued := le.Queued
+		if le.Cause == deadline.LimitQueueTimeout {
+			return queued, le.Waited, deadline.Permit{}, RefusalQueueTimeout
 		}
-		q.decide(q.head, RefusalQueueFull)
+		return queued, le.Waited, deadline.Permit{}, RefusalQueueFull
 	}
-	w := &waiter{ready: make(chan struct{}), lastStart: lastStart}
-	q.push(w, start)
-	q.mu.Unlock()
-
-	timer := time.NewTimer(lastStart.Sub(start))
-	defer timer.Stop()
-	select {
-	case <-w.ready:
-	case <-ctx.Done():
-	case <-timer.C:
-	}
-
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	waited := time.Since(start)
-	if !w.decided {
-		q.remove(w)
-		return true, waited, RefusalQueueTimeout
-	}
-	if w.refusal == RefusalNone && (ctx.Err() != nil || !time.Now().Before(lastStart)) {
-		// Given a slot as it was leaving: hand the slot on.
-		q.handOff()
-		return true, waited, RefusalQueueTimeout
-	}
-	return true, waited, w.refusal
-}
-
-// release frees a slot, handing it to a waiting call if one can still
-// start.
-func (q *Queue) release() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.handOff()
-}
-
-// handOff gives the caller's slot to the next waiting call in the queue's
-// order, refusing on the way those that can no longer start in time, or
-// frees it. Under the lock.
-func (q *Queue) handOff() {
-	now := time.Now()
-	for q.head != nil {
-		w := q.head
-		if q.lifo(now) {
-			w = q.tail
-		}
-		if !now.Before(w.lastStart) {
-			q.decide(w, RefusalQueueTimeout)
-			continue
-		}
-		q.decide(w, RefusalNone) // the slot passes to w
-		return
-	}
-	q.running--
-}
-
-// lifo reports whether the queue serves the newest first: it has held
-// waiting calls without a break for LIFOAfter.
-func (q *Queue) lifo(now time.Time) bool {
-	return q.waiting > 0 && now.Sub(q.busySince) >= LIFOAfter
-}
-
-// decide removes w from the list and wakes it with r.
-func (q *Queue) decide(w *waiter, r Refusal) {
-	q.remove(w)
-	w.decided, w.refusal = true, r
-	close(w.ready)
-}
-
-func (q *Queue) push(w *waiter, now time.Time) {
-	if q.tail == nil {
-		q.head, q.busySince = w, now
-	} else {
-		q.tail.next, w.prev = w, q.tail
-	}
-	q.tail = w
-	q.waiting++
-}
-
-func (q *Queue) remove(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		q.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		q.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	q.waiting--
+	return false, 0, deadline.Permit{}, RefusalQueueFull
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -258,6 +259,9 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	if p.Name == "" {
 		p.Name = strings.TrimPrefix(method, "/")
 	}
+	if p.Limiter == nil {
+		p.Limiter = c.cfg.limiter
+	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	safe := retry && m.safe
 	if !safe && (p.MaxAttempts > 1 || hedges(p)) && c.debug(ctx) {
@@ -354,6 +358,9 @@ func (c *Client) mark(err error, trailer metadata.MD) error {
 	err, retry := pushback(err, trailer)
 	if !retry {
 		return err
+	}
+	if c := se.st.Code(); c == codes.ResourceExhausted || c == codes.Unavailable {
+		err = deadline.Overloaded(err) // for the limiter and throttling
 	}
 	return deadline.Retryable(err)
 }

@@ -36,7 +36,8 @@ type clientConfig struct {
 	files         *protoregistry.Files
 	exempt        exemptSet
 	logger        *slog.Logger
-	err           error // the first invalid option, returned by NewClient
+	limiter       *deadline.Limiter // WithLimiter's, for policies with none
+	err           error             // the first invalid option, returned by NewClient
 }
 
 // codeCount bounds the gRPC status codes: 0 (OK) to 16 (UNAUTHENTICATED).
@@ -144,6 +145,24 @@ func WithProtoFiles(files *protoregistry.Files) ClientOption {
 // nil h adds nothing.
 func WithHooks(h *deadline.Hooks) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.hooks = deadline.Compose(c.hooks, h) })
+}
+
+// WithLimiter sets the concurrency limiter of every RPC whose policy has
+// none ([deadline.Policy.Limiter]): one [deadline.Limiter] per downstream
+// (per ClientConn's target), shared by its methods (the policy's Name, the
+// method by default, keeps their latencies apart). An attempt takes a slot
+// before it is sent, and waits for one only while it can still finish; a
+// refused RPC is not sent and fails with a [*deadline.StopError] whose
+// Reason is [deadline.ReasonLimited] or, its breaker open,
+// [deadline.ReasonOpen] (matching [deadline.ErrLimited] or
+// [deadline.ErrDownstreamOpen], never context.DeadlineExceeded). A retryable
+// RESOURCE_EXHAUSTED or UNAVAILABLE is marked [deadline.Overloaded]: an
+// overload for the limiter and for client-side throttling
+// ([deadline.WithThrottle]), not a failure for its breaker. A nil l adds
+// nothing; one not built by [deadline.NewLimiter] makes every RPC fail
+// with a [*deadline.PolicyError].
+func WithLimiter(l *deadline.Limiter) ClientOption {
+	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
 }
 
 // WithLogger sets where the client reports what it decided without failing

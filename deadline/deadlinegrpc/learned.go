@@ -1,6 +1,9 @@
 package deadlinegrpc
 
-import "github.com/deadlinebudget/budget/deadline/admission"
+import (
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
+)
 
 // WithLearnedAdmission makes the server learn how long each method's unary
 // handler takes and refuse at once an RPC whose budget is below what its
@@ -48,4 +51,16 @@ func WithAdmissionQueue(limit, backlog int) ServerOption {
 			c.queue = q
 		}
 	})
+}
+
+// WithAdmissionLimiter bounds how many unary RPCs the server's handlers run
+// at once with an adaptive limit in place of [WithAdmissionQueue]'s fixed
+// one: a [deadline.Limiter], whose limit follows the handlers' latency
+// against its baseline per method, with the same waiting rule and answers
+// (DEADLINE_EXCEEDED with [RefusedTrailer] "reason=queue_timeout" when a
+// waiting RPC can no longer finish, RESOURCE_EXHAUSTED when the backlog is
+// full or its breaker open). Streams are not limited. Setting both makes
+// NewServer return a [*deadline.PolicyError]; a nil l adds nothing.
+func WithAdmissionLimiter(l *deadline.Limiter) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
 }

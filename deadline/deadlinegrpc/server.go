@@ -38,6 +38,7 @@ type serverConfig struct {
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *admission.Learned // WithLearnedAdmission
 	queue     *admission.Queue   // WithAdmissionQueue
+	limiter   *deadline.Limiter  // WithAdmissionLimiter
 	exempt    exemptSet
 	err       error
 }
@@ -137,7 +138,7 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
+	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
 	if err != nil {
 		return nil, err
 	}

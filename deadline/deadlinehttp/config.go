@@ -30,6 +30,7 @@ type config struct {
 	header        string
 	retryStatus   map[int]bool
 	retryBudget   *deadline.RetryBudget // WithRetryBudget's, for policies with none
+	limiter       *deadline.Limiter     // WithLimiter's, for policies with none
 	overload      int                   // WithOverloadCharge's
 	err           error                 // the first invalid option, returned by every RoundTrip
 }
@@ -50,6 +51,9 @@ func newConfig(opts []Option) config {
 	c.policy.Hooks = deadline.Compose(c.policy.Hooks, c.clientHooks)
 	if c.policy.RetryBudget == nil {
 		c.policy.RetryBudget = c.retryBudget
+	}
+	if c.policy.Limiter == nil {
+		c.policy.Limiter = c.limiter
 	}
 	if c.err == nil {
 		c.err = c.policy.Validate()
@@ -189,6 +193,26 @@ func WithHooks(h *deadline.Hooks) Option {
 // [*deadline.PolicyError].
 func WithRetryBudget(b *deadline.RetryBudget) Option {
 	return optionFunc(func(c *config) { c.retryBudget = b })
+}
+
+// WithLimiter sets the concurrency limiter of every request whose policy
+// has none ([deadline.Policy.Limiter]): one [deadline.Limiter] per
+// downstream, shared by every route the Transport calls there (the
+// policy's Name, "HTTP GET" by default, keeps their latencies apart). An
+// attempt takes a slot before it is sent, and waits for one only while it
+// can still finish; a refused request gets no response and a
+// [*deadline.StopError] whose Reason is [deadline.ReasonLimited] (its queue
+// full, or it could not finish from its place) or [deadline.ReasonOpen]
+// (its breaker open), matching [deadline.ErrLimited] or
+// [deadline.ErrDownstreamOpen], never context.DeadlineExceeded. A 429, 503
+// or 529 answer is marked [deadline.Overloaded]: an overload for the
+// limiter and for client-side throttling ([deadline.WithThrottle] on the
+// retry budget), not a failure for its breaker. A policy that has its own
+// limiter keeps it. A nil l adds nothing; one not built by
+// [deadline.NewLimiter] makes every RoundTrip return a
+// [*deadline.PolicyError].
+func WithLimiter(l *deadline.Limiter) Option {
+	return optionFunc(func(c *config) { c.limiter = l })
 }
 
 // WithOverloadCharge makes a server's overload signal draw the request's

@@ -76,9 +76,18 @@
 // request whose budget is below what its route very likely needs; with
 // [WithAdmissionQueue] it runs a bounded number of requests at once, and a
 // request that waits for a slot leaves refused, before starting, as soon as
-// its budget can no longer cover its route's service time. Both adapt
+// its budget can no longer cover its route's service time
+// ([WithAdmissionLimiter]: the same with an adaptive limit). Both adapt
 // [admission.Admitter], the server's one admission rule, shared with the
 // gRPC interceptors.
+//
+// On the client side, [WithLimiter] bounds the requests in flight to a
+// downstream with a [deadline.Limiter] (one per downstream): a request waits
+// for a slot only while it can still finish, and a refused one is not sent
+// ([deadline.ReasonLimited], or [deadline.ReasonOpen] when its breaker is
+// open). With [WithRetryBudget] and [deadline.WithThrottle], 429, 503 and
+// 529 answers drive client-side throttling in the same accounting as the
+// retries.
 //
 // A handler wrapped by [NewHandler] finds the budget in its request's
 // context, both as a [deadline.Deadline] and as the context's deadline, so

@@ -32,7 +32,8 @@ type handlerConfig struct {
 	learned   *admission.Learned
 	route     func(r *http.Request) string
 	queue     *admission.Queue
-	err       error // the first invalid option, returned by NewHandler
+	limiter   *deadline.Limiter // WithAdmissionLimiter's
+	err       error             // the first invalid option, returned by NewHandler
 }
 
 func (c *handlerConfig) fail(field string, value any, allowed string) {
@@ -215,6 +216,18 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 	})
 }
 
+// WithAdmissionLimiter bounds how many requests next runs at once with an
+// adaptive limit in place of [WithAdmissionQueue]'s fixed one: a
+// [deadline.Limiter], whose limit follows the handlers' latency against its
+// baseline per route, with the same waiting rule and answers (504 with
+// [RefusedHeader] "reason=queue_timeout" when a waiting request can no
+// longer finish, 503 when the backlog is full or its breaker open). Several
+// handlers may share one. Setting both makes NewHandler return a
+// [*deadline.PolicyError]; a nil l adds nothing.
+func WithAdmissionLimiter(l *deadline.Limiter) HandlerOption {
+	return handlerOptionFunc(func(c *handlerConfig) { c.limiter = l })
+}
+
 // NewHandler returns middleware that gives every request a budget and runs
 // next under it.
 //
@@ -289,7 +302,7 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue})
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
 	if err != nil {
 		return nil, err
 	}

@@ -60,5 +60,8 @@ func (c *config) withClientHooks(p deadline.Policy) deadline.Policy {
 	if p.RetryBudget == nil {
 		p.RetryBudget = c.retryBudget
 	}
+	if p.Limiter == nil {
+		p.Limiter = c.limiter
+	}
 	return p
 }

@@ -484,6 +484,7 @@ func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (
 		if n := c.t.cfg.overload; n > 0 && !asked && c.budget != nil {
 			c.budget.Charge(n) // an overload signal: every caller backs off
 		}
+		serr = deadline.Overloaded(serr) // for the limiter and throttling
 	}
 	if se.advice == adviceNoRetry {
 		return resp, se, serr // the server said a retry cannot succeed

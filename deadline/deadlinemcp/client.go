@@ -172,6 +172,9 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 	if p.Name == "" {
 		p.Name = callName(method, tool)
 	}
+	if p.Limiter == nil {
+		p.Limiter = c.cfg.limiter
+	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	if !c.safe(session, method, tool) {
 		p.Retryable = neverRetry

@@ -34,6 +34,7 @@ type clientConfig struct {
 	defaultBudget time.Duration
 	key           string
 	idempotent    map[string]bool
+	limiter       *deadline.Limiter // WithLimiter's, for policies with none
 	err           error
 }
 
@@ -105,6 +106,21 @@ func WithDefaultBudget(d time.Duration) ClientOption {
 // A nil h adds nothing.
 func WithHooks(h *deadline.Hooks) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.hooks = deadline.Compose(c.hooks, h) })
+}
+
+// WithLimiter sets the concurrency limiter of every request whose policy
+// has none ([deadline.Policy.Limiter]), the handshake's included: one
+// [deadline.Limiter] per MCP server, shared by its methods and tools (the
+// policy's Name, "MCP tools/call search" by default, keeps their latencies
+// apart). An attempt takes a slot before it is sent, and waits for one only
+// while it can still finish; a refused request is not sent and fails with
+// a [*deadline.StopError] whose Reason is [deadline.ReasonLimited] or, its
+// breaker open, [deadline.ReasonOpen] (matching [deadline.ErrLimited] or
+// [deadline.ErrDownstreamOpen], never context.DeadlineExceeded). A nil l
+// adds nothing; one not built by [deadline.NewLimiter] makes every request
+// fail with a [*deadline.PolicyError].
+func WithLimiter(l *deadline.Limiter) ClientOption {
+	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
 }
 
 // WithMetaKey sets the _meta key the client sends the budget under

@@ -16,6 +16,7 @@ import (
 	"github.com/deadlinebudget/budget/bench/brownout"
 	"github.com/deadlinebudget/budget/bench/goodput"
 	"github.com/deadlinebudget/budget/bench/outage"
+	"github.com/deadlinebudget/budget/bench/overload"
 	"github.com/deadlinebudget/budget/bench/scenario"
 )
 
@@ -76,6 +77,23 @@ func brownoutReport() (brownout.Report, error) {
 	return rep, nil
 }
 
+// overloadReport runs scenario 10: TestOverloadReport in package overload,
+// in synctest bubbles, and reads its JSON; short runs its short model.
+func overloadReport(short bool) (overload.Report, error) {
+	var rep overload.Report
+	var extra []string
+	if short {
+		extra = append(extra, "-test.short")
+	}
+	if err := testReport("./overload", "TestOverloadReport", "overload", &rep, extra...); err != nil {
+		return rep, err
+	}
+	if len(rep.Results) == 0 {
+		return rep, fmt.Errorf("the overload report is empty")
+	}
+	return rep, nil
+}
+
 // testReport runs test in pkg of the bench module with -<flag>.out set to a
 // temporary file and the extra arguments, and decodes the JSON it wrote
 // into v.
@@ -90,7 +108,7 @@ func testReport(pkg, test, flag string, v any, extra ...string) error {
 	}
 	_ = f.Close()
 	defer os.Remove(f.Name())
-	args := append([]string{"test", "-count=1", "-run", "^" + test + "$", pkg, "-args", "-" + flag + ".out=" + f.Name()}, extra...)
+	args := append([]string{"test", "-count=1", "-timeout=0", "-run", "^" + test + "$", pkg, "-args", "-" + flag + ".out=" + f.Name()}, extra...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -6,6 +6,7 @@
 //	cd bench && go run ./cmd/compare -quick -repeat 3   # ranges across 3 runs
 //	cd bench && go run ./cmd/compare -only 8   # the outage model alone (virtual time, seconds)
 //	cd bench && go run ./cmd/compare -only 9   # the brownout model alone (virtual time, seconds)
+//	cd bench && go run ./cmd/compare -only 10  # the overload model alone (virtual time, minutes; -quick: its short model)
 //
 // The real-time scenarios (1 to 5) share one pool of runs in flight, the
 // longest first, so that their wall time overlaps; every library's runs are
@@ -178,6 +179,15 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		}
 		out = append(out, scenario.BrownoutTable(rep))
 		fmt.Fprintf(log, "scenario 9: %v\n", time.Since(t0).Round(time.Millisecond))
+	}
+	if on("10") {
+		t0 := time.Now()
+		rep, err := overloadReport(quick)
+		if err != nil {
+			return nil, fmt.Errorf("scenario 10: %w", err)
+		}
+		out = append(out, scenario.OverloadTables(rep)...)
+		fmt.Fprintf(log, "scenario 10: %v (the simulations: %.0fs)\n", time.Since(t0).Round(time.Millisecond), rep.Wall)
 	}
 	if on("7") {
 		t0 := time.Now()

@@ -1,0 +1,140 @@
+package deadlinehttp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+)
+
+// TestTransportLimiter: with WithLimiter, a request that finds the limit
+// reached and no room to wait is not sent, and fails with ReasonLimited,
+// not a timeout; the slot comes back when the response body is closed.
+func TestTransportLimiter(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 4)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		arrived <- struct{}{}
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+	}))
+	defer srv.Close()
+	l, err := deadline.NewLimiter(deadline.WithFixedLimit(1), deadline.WithBacklog(0))
+	require.NoError(t, err)
+	tr := deadlinehttp.NewTransport(nil, deadlinehttp.WithLimiter(l))
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		resp, err := client.Get(srv.URL + "/hold")
+		if assert.NoError(t, err) {
+			assert.NoError(t, resp.Body.Close())
+		}
+	})
+	<-arrived
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	assert.Nil(t, resp)
+	require.ErrorIs(t, err, deadline.ErrLimited)
+	assert.False(t, errors.Is(err, context.DeadlineExceeded), "the downstream's capacity, not the budget")
+	var se *deadline.StopError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, deadline.ReasonLimited, se.Reason)
+	require.NotNil(t, se.Refusal)
+	assert.Equal(t, deadline.LimitQueueFull, se.Refusal.Cause)
+	assert.Equal(t, int32(1), calls.Load(), "the refused request was not sent")
+
+	close(release)
+	wg.Wait()
+	resp, err = client.Get(srv.URL + "/")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	running, _ := l.Len()
+	assert.Zero(t, running)
+}
+
+// TestTransportOverloadMarked: a 503 is an overload answer for the limiter
+// and throttling: with WithThrottle, once the server refuses most
+// attempts, requests are dropped on the client without being sent.
+func TestTransportOverloadMarked(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	b, err := deadline.NewRetryBudget(deadline.WithThrottle(1.1), deadline.WithRetryRatio(0), deadline.WithMinRetryRate(0))
+	require.NoError(t, err)
+	tr := deadlinehttp.NewTransport(nil, deadlinehttp.WithRetryBudget(b))
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	throttled := 0
+	for range 50 {
+		resp, err := client.Get(srv.URL)
+		if errors.Is(err, deadline.ErrThrottled) {
+			throttled++
+			continue
+		}
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+	}
+	assert.Positive(t, throttled)
+	assert.Equal(t, int32(50-throttled), calls.Load(), "a throttled request is not sent")
+	assert.Greater(t, b.DropProbability(), 0.5)
+}
+
+// TestHandlerAdmissionLimiter: the adaptive limit in place of the fixed
+// queue, with the same answers.
+func TestHandlerAdmissionLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1))
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int32
+		h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-release
+			}
+		}), deadlinehttp.WithAdmissionLimiter(l), deadlinehttp.WithFloor(10*time.Millisecond))
+		require.NoError(t, err)
+
+		var wg sync.WaitGroup
+		var holder, waiter *httptest.ResponseRecorder
+		wg.Go(func() { holder = getBudget(h, "/", 1000) })
+		synctest.Wait()
+		wg.Go(func() { waiter = getBudget(h, "/", 300) })
+		synctest.Wait()
+		full := getBudget(h, "/", 1000)
+		assert.Equal(t, http.StatusServiceUnavailable, full.Code)
+		time.Sleep(time.Second)
+		close(release)
+		wg.Wait()
+		assert.Equal(t, http.StatusGatewayTimeout, waiter.Code)
+		assert.Equal(t, "budget-ms=300, floor-ms=10, reason=queue_timeout", waiter.Header().Get(deadlinehttp.RefusedHeader))
+		assert.Equal(t, http.StatusOK, holder.Code)
+		assert.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "the slot was freed")
+
+		q := deadlinehttp.WithAdmissionQueue(1, 1)
+		_, err = deadlinehttp.NewHandler(http.NotFoundHandler(), q, deadlinehttp.WithAdmissionLimiter(l))
+		var pe *deadline.PolicyError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "admission.Config.Limiter", pe.Field)
+	})
+}

@@ -1,0 +1,745 @@
+package deadline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LIFOAfter is how long a [Limiter]'s queue must have held waiting calls
+// without a break before it serves the one with the most budget left first
+// instead of the oldest: CoDel's interval, as Facebook's servers use it to
+// switch to LIFO ("Fail at Scale", 2015).
+const LIFOAfter = 100 * time.Millisecond
+
+// The adaptive limit's defaults ([NewLimiter]).
+const (
+	// DefaultInitialLimit is where an adaptive limit starts, as Netflix's
+	// Gradient2 and failsafe-go's adaptivelimiter do; it reaches a
+	// downstream's capacity within a second or two, since it is adjusted
+	// every [DefaultLimitWindow].
+	DefaultInitialLimit = 20
+	// DefaultMinLimit and DefaultMaxLimit bound the adaptive limit.
+	DefaultMinLimit = 1
+	DefaultMaxLimit = 1000
+	// DefaultLatencyTolerance is how far the window's median latency may
+	// rise above the baseline before the limit shrinks (Gradient2's
+	// rttTolerance is 1.5; a deadline-bound caller has less room).
+	DefaultLatencyTolerance = 1.25
+	// DefaultLimitWindow is the shortest window of latency samples the
+	// limit is adjusted from.
+	DefaultLimitWindow = 100 * time.Millisecond
+)
+
+// Limiter bounds how many calls run at once against one downstream (a
+// client's: one Limiter per downstream, shared by the policies of every
+// route that calls it) or in one server's handlers, and lets a call wait
+// for a slot only while it can still finish. Build it with [NewLimiter];
+// set it on a [Policy] ([Policy.Limiter]) for client calls, or give it to
+// package admission's Admitter for a server's handlers. It is the one
+// waiting rule of the project: admission's Queue is a Limiter with a fixed
+// limit.
+//
+// # Admission: can it still finish?
+//
+// A call that finds a free slot and nobody waiting takes it at once (the
+// hot path: a few atomic operations, no lock, no allocation). Otherwise it
+// is given its place in the queue only if, at that place, it can still
+// finish: its deadline, less what it needs ([Limiter.Acquire]'s need: the
+// learned service time of its route, and at least what the route needs
+// nine times in ten when the downstream has no queue, from the latencies
+// the limiter saw), less the wait its place implies (the calls before it ×
+// the mean latency ÷ the limit, the rate at which slots free by Little's
+// law), is still ahead. A waiting call leaves at once, refused with
+// [ErrLimited] ([LimitQueueTimeout]), when its deadline less its need
+// passes or its context ends: it never goes out to do work nobody will
+// receive.
+//
+// # Order: adaptive, by what can finish
+//
+// While the queue empties regularly it serves waiting calls in arrival
+// order (FIFO). Once it has held waiting calls for [LIFOAfter] without a
+// break (a standing queue: overload), it serves first the call whose
+// deadline, less twice its need, is latest, until it empties. Among the
+// calls of one route that is the latest deadline first, the one most likely
+// to finish in time, while the calls closest to their deadline leave by
+// themselves; with one route's uniform budgets it is Facebook's adaptive
+// LIFO ("Fail at Scale", ACM Queue 2015) and the order of Netflix's
+// LifoBlockingLimiter. Across routes a cheap call goes before a costly one
+// with the same deadline: a slot given to the call that needs less
+// finishes more calls in time. When the backlog is full, FIFO refuses the
+// newcomer, and the overloaded order refuses its oldest waiting call
+// instead.
+//
+// # The limit: each route's latency against its own baseline
+//
+// An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
+// in each window ([DefaultLimitWindow], at least 16 completed calls), the
+// median of log(latency ÷ the route's baseline) over the calls that ended
+// in it, the baseline being the route's typical latency when it is not
+// queued (the lowest moving average of its log-latency, drifting up 1 % a
+// window so that a downstream that really became slower is followed). When
+// the median exceeds the tolerance, queueing has started downstream, and
+// the limit is multiplied by tolerance ÷ median (at least ½), plus √limit
+// of headroom; otherwise it grows by √limit, but never above twice the
+// calls in flight in the window (Gradient2's rule for a limit the callers,
+// not the downstream, bound).
+//
+// The signal is Netflix Gradient2's, a gradient of a short against a long
+// latency (Gradient2Limit.java), with three changes for deadline-bound
+// calls to a downstream with a heavy tail. The median, not the mean: one
+// call of a Pareto tail moves a window's mean by a factor of two with no
+// queue at all, while queueing moves every call, hence the median. Per
+// route: routes of 20 ms and 200 ms sharing a downstream give a window
+// median that jumps between the two; a log-ratio to each route's own
+// baseline is comparable across them, so one limit serves the downstream.
+// A baseline from the moving average, not the minimum: Vegas's and Envoy's
+// minimum latency (VegasLimit.java; Envoy's gradient controller, which
+// re-measures it by dropping to a small concurrency every minute) suits a
+// narrow distribution, but in a log-normal one the minimum is a fraction
+// of the median and the queue it implies never settles; failsafe-go's
+// adaptivelimiter (a Vegas variant, adaptivelimiter/adaptivelimiter.go)
+// compares a recent p90 with a baseline average, which the tail also
+// moves. Peers grow
+// about one permit a second (windows of a second or more, small steps);
+// this one adjusts every 100 ms window and grows by √limit, which the
+// can-finish rule makes safe: a limit that overshoots sends no call that
+// could not finish, and the next window says so. Starting higher than the
+// callers need was measured and not chosen: before the first window
+// closes, a limit of 1000 sends a whole burst into the downstream's queue,
+// and the first second of an overload is lost (docs/benchmarks.md).
+//
+// # Breaker
+//
+// With [WithBreaker] the limiter also opens on sustained failure and
+// refuses every call with [ErrDownstreamOpen] while open ([Breaker]).
+//
+// A Limiter is safe for concurrent use. A waiting call is the caller's own
+// goroutine; the limiter starts none.
+type Limiter struct {
+	// The hot path.
+	inflight atomic.Int64
+	limit    atomic.Int64
+	queued   atomic.Int64  // waiting calls: > 0 closes the hot path
+	state    atomic.Uint32 // breakerClosed, breakerOpen, breakerHalfOpen
+	meanNS   atomic.Int64  // mean latency, for the queue's wait estimate
+
+	fixed            bool
+	minLimit         int
+	maxLimit         int
+	backlog          int // < 0: as many as the limit
+	tolerance        float64
+	window           time.Duration
+	breaker          *Breaker
+	origin           time.Time
+	initial          int
+	backlogSet       bool
+	minWindowSamples int
+
+	mu        sync.Mutex
+	head      *waiter // arrival order, oldest first
+	tail      *waiter
+	byEnd     []*waiter // a max-heap on key
+	busySince time.Time
+	// The latency window: each sample is log(latency) less its route's
+	// baseline.
+	winStart   time.Time
+	samples    []float64
+	routes     map[string]*routeStat
+	winMax     int64 // most calls in flight in the window
+	failures   int
+	successes  int
+	openUntil  time.Time
+	countSince time.Time // the breaker's count window's start
+	probes     int       // probes in flight, half-open
+	probeWins  int
+	mean       float64 // EWMA of latency, ns
+	limitFloat float64
+}
+
+// waiter is a call waiting for a slot. Its fields after ready are the
+// limiter's, under its lock.
+type waiter struct {
+	ready      chan struct{} // closed when decided
+	end        time.Time     // the call's deadline
+	lastStart  time.Time     // it must start before this instant
+	key        time.Time     // the overloaded order's: the largest first
+	prev, next *waiter
+	idx        int // in byEnd
+	decided    bool
+	refusal    LimitCause // when decided: LimitNone is a slot
+}
+
+// LimiterOption configures a [Limiter] built by [NewLimiter].
+type LimiterOption interface{ apply(*Limiter) error }
+
+type limiterOption func(*Limiter) error
+
+func (f limiterOption) apply(l *Limiter) error { return f(l) }
+
+// WithFixedLimit turns adaptation off: the limiter runs at most n calls at
+// once (> 0), as admission's Queue does. n <= 0 makes [NewLimiter] return a
+// [*PolicyError].
+func WithFixedLimit(n int) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		if n <= 0 {
+			return &PolicyError{"deadline.WithFixedLimit", n, "> 0 calls at once"}
+		}
+		l.fixed, l.initial, l.minLimit, l.maxLimit = true, n, n, n
+		return nil
+	})
+}
+
+// WithLimitRange sets where the adaptive limit starts and its bounds:
+// 1 <= min <= initial <= max. Defaults: [DefaultMinLimit],
+// [DefaultInitialLimit], [DefaultMaxLimit]. Anything else makes
+// [NewLimiter] return a [*PolicyError].
+func WithLimitRange(minimum, initial, maximum int) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		if !(1 <= minimum && minimum <= initial && initial <= maximum) {
+			return &PolicyError{"deadline.WithLimitRange", fmt.Sprintf("(%d, %d, %d)", minimum, initial, maximum),
+				"1 <= min <= initial <= max"}
+		}
+		l.minLimit, l.initial, l.maxLimit = minimum, initial, maximum
+		return nil
+	})
+}
+
+// WithBacklog sets how many calls may wait for a slot (>= 0; 0: a call that
+// finds every slot taken is refused at once). Default: as many as the
+// current limit. n < 0 makes [NewLimiter] return a [*PolicyError].
+func WithBacklog(n int) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		if n < 0 {
+			return &PolicyError{"deadline.WithBacklog", n, ">= 0 waiting calls (0: none wait)"}
+		}
+		l.backlog, l.backlogSet = n, true
+		return nil
+	})
+}
+
+// WithLatencyTolerance sets how far the median latency may rise above the
+// baseline before the adaptive limit shrinks, in [1, 10] (default
+// [DefaultLatencyTolerance]). Anything else, NaN included, makes
+// [NewLimiter] return a [*PolicyError].
+func WithLatencyTolerance(t float64) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		if !(t >= 1 && t <= 10) {
+			return &PolicyError{"deadline.WithLatencyTolerance", t, "in [1, 10] (e.g. 1.25: the median may rise 25 % above the baseline)"}
+		}
+		l.tolerance = t
+		return nil
+	})
+}
+
+// WithLimitWindow sets the shortest window the adaptive limit is adjusted
+// from (> 0, default [DefaultLimitWindow]); a window also needs 16
+// completed calls. Anything else makes [NewLimiter] return a [*PolicyError].
+func WithLimitWindow(d time.Duration) LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		if d <= 0 {
+			return &PolicyError{"deadline.WithLimitWindow", d, "> 0"}
+		}
+		l.window = d
+		return nil
+	})
+}
+
+// NewLimiter returns a Limiter with the defaults changed by opts: an
+// adaptive limit from [DefaultInitialLimit] within [DefaultMinLimit] and
+// [DefaultMaxLimit], a backlog as large as the limit, no breaker. An
+// invalid option returns a [*PolicyError] naming it; nil options are
+// ignored. Build it inside a testing/synctest bubble to run it on the
+// bubble's clock.
+func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
+	l := &Limiter{
+		minLimit: DefaultMinLimit, initial: DefaultInitialLimit, maxLimit: DefaultMaxLimit,
+		tolerance: DefaultLatencyTolerance, window: DefaultLimitWindow, backlog: -1,
+		minWindowSamples: 16,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(l); err != nil {
+			return nil, err
+		}
+	}
+	if l.breaker != nil {
+		if err := l.breaker.validate(); err != nil {
+			return nil, err
+		}
+	}
+	l.limit.Store(int64(l.initial))
+	l.limitFloat = float64(l.initial)
+	l.origin = time.Now()
+	l.winStart = l.origin
+	if !l.fixed {
+		l.samples = make([]float64, 0, 256)
+		l.routes = map[string]*routeStat{}
+	}
+	return l, nil
+}
+
+// Limit returns how many calls the limiter runs at once now.
+func (l *Limiter) Limit() int { return int(l.limit.Load()) }
+
+// Backlog returns how many calls may wait now.
+func (l *Limiter) Backlog() int {
+	if l.backlog < 0 {
+		return l.Limit()
+	}
+	return l.backlog
+}
+
+// Len returns how many calls run and how many wait, now.
+func (l *Limiter) Len() (running, waiting int) {
+	return int(l.inflight.Load()), int(l.queued.Load())
+}
+
+// Permit is a call's slot in a [Limiter], from [Limiter.Acquire] or
+// [Limiter.TryAcquire] until [Permit.Done]. The zero Permit holds nothing.
+type Permit struct {
+	l     *Limiter
+	route string
+	start time.Time
+	// Probe reports that the call goes out as the breaker's half-open
+	// probe ([Breaker]); Ceiling is then the most it may run.
+	Probe   bool
+	Ceiling time.Duration
+	// Queued and Waited: the call waited in the queue, and how long.
+	Queued bool
+	Waited time.Duration
+}
+
+// Outcome is how a call that held a [Permit] ended, for the limit and the
+// breaker.
+type Outcome uint8
+
+const (
+	// OutcomeSuccess: the downstream answered (with or without an error
+	// of the caller's own, a 404 say).
+	OutcomeSuccess Outcome = iota
+	// OutcomeFailure: the downstream failed: a retryable error, or the
+	// call reached its own ceiling (the operation was too slow).
+	OutcomeFailure
+	// OutcomeOverload: the downstream said it was overloaded
+	// ([ErrOverloaded]).
+	OutcomeOverload
+	// OutcomeIgnore: the caller gave up (canceled, or a hedge lost): says
+	// nothing of the downstream; the slot is freed, nothing is learned.
+	OutcomeIgnore
+	// OutcomeCut: the caller's deadline cut the call: its latency is
+	// learned (at least this long), but it is no failure of the
+	// downstream: the budget was too small, and the breaker does not count
+	// it.
+	OutcomeCut
+)
+
+// TryAcquire takes a slot if one is free, nobody waits and the breaker is
+// closed: the hot path, with no allocation and no lock. When it reports
+// false, call [Limiter.Acquire], which decides whether the call may wait.
+// On an adaptive limit it reads the clock, to learn the call's latency
+// when it is Done.
+func (l *Limiter) TryAcquire(route string) (Permit, bool) {
+	p, ok := l.tryAcquire(route)
+	if ok && !l.fixed {
+		p.start = time.Now()
+	}
+	return p, ok
+}
+
+// tryAcquire is TryAcquire without the clock: Do stamps the permit with
+// the attempt's start, which it reads anyway.
+func (l *Limiter) tryAcquire(route string) (Permit, bool) {
+	if l.state.Load() != breakerClosed || l.queued.Load() > 0 {
+		return Permit{}, false
+	}
+	for {
+		n := l.inflight.Load()
+		if n >= l.limit.Load() {
+			return Permit{}, false
+		}
+		if l.inflight.CompareAndSwap(n, n+1) {
+			return Permit{l: l, route: route}, true
+		}
+	}
+}
+
+// Acquire takes a slot for a call that must end by end and needs need to
+// finish once it starts (its learned service time, else the floor), waiting
+// for one only while the call can still finish (see [Limiter]), or until
+// ctx ends. It returns the permit, or a [*LimitError]: [LimitQueueFull],
+// [LimitQueueTimeout] (matching [ErrLimited]) or [LimitOpen] (matching
+// [ErrDownstreamOpen]). A zero end means no deadline.
+func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need time.Duration) (Permit, error) {
+	if p, ok := l.TryAcquire(route); ok {
+		return p, nil
+	}
+	now := time.Now()
+	if l.state.Load() != breakerClosed {
+		if p, err, decided := l.breakerAcquire(route, now, end, need); decided {
+			return p, err
+		}
+	}
+	l.mu.Lock()
+	limit := l.limit.Load()
+	waiting := int(l.queued.Load())
+	if waiting == 0 && l.take() { // freed since TryAcquire
+		l.mu.Unlock()
+		return Permit{l: l, route: route, start: now}, nil
+	}
+	if rs := l.routes[route]; rs != nil && rs.n >= warmSamples {
+		// What the route needs nine times in ten with no queue: its
+		// baseline plus 1.28 standard deviations, in logs.
+		need = max(need, time.Duration(math.Exp(rs.base+needZ*math.Sqrt(rs.dev))))
+	}
+	lastStart := time.Time{}
+	if !end.IsZero() {
+		lastStart = end.Add(-need)
+	}
+	lifo := l.lifo(now)
+	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
+	// Its place: FIFO behind every waiting call; in the overloaded order
+	// behind those served before it.
+	place := waiting
+	if lifo {
+		place = 0
+		for _, o := range l.byEnd {
+			if !o.key.Before(w.key) {
+				place++
+			}
+		}
+	}
+	expect := time.Duration(float64(place+1) * float64(l.meanNS.Load()) / float64(limit))
+	backlog := l.backlog
+	if backlog < 0 {
+		backlog = int(limit)
+	}
+	switch {
+	case ctx.Err() != nil || !lastStart.IsZero() && !now.Add(expect).Before(lastStart):
+		l.mu.Unlock()
+		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now, false)
+	case waiting >= backlog:
+		if backlog == 0 || !lifo || l.head == nil {
+			l.mu.Unlock()
+			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now, false)
+		}
+		l.decide(l.head, LimitQueueFull)
+	}
+	w.ready = make(chan struct{})
+	l.push(w, now)
+	l.fill(now) // a slot freed since the look above
+	l.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if !lastStart.IsZero() {
+		t := time.NewTimer(lastStart.Sub(now))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+	case <-timeout:
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := time.Now()
+	waited := t.Sub(now)
+	if !w.decided {
+		l.remove(w)
+		l.fill(t) // the order may have changed
+		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
+	}
+	if w.refusal == LimitNone && (ctx.Err() != nil || !lastStart.IsZero() && !t.Before(lastStart)) {
+		// Given a slot as it was leaving: hand it on.
+		l.inflight.Add(-1)
+		l.fill(t)
+		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
+	}
+	if w.refusal != LimitNone {
+		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
+	}
+	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
+}
+
+// Done frees the permit's slot, handing it to a waiting call that can still
+// start, and teaches the limit and the breaker how the call ended. Calls
+// after the first, and Done on the zero Permit, do nothing.
+func (p *Permit) Done(o Outcome) {
+	l := p.l
+	if l == nil {
+		return
+	}
+	p.l = nil
+	// The slot is freed before the queue is looked at, and a waiting call
+	// is queued before it looks at the slots again (Acquire): one of the
+	// two always sees the other, so no slot stays free while a call waits.
+	l.inflight.Add(-1)
+	if !l.fixed || l.breaker != nil {
+		now := time.Now()
+		l.mu.Lock()
+		l.learn(p, o, now)
+		l.fill(now)
+		l.mu.Unlock()
+		return
+	}
+	if l.queued.Load() > 0 {
+		l.mu.Lock()
+		l.fill(time.Now())
+		l.mu.Unlock()
+	}
+}
+
+// routeStat is one route's latency, in log(nanoseconds): a moving average
+// and the baseline, its lowest value (drifting up 1 % a window).
+type routeStat struct {
+	avg, base float64
+	dev       float64 // moving average of (x - avg)², its variance
+	n         int
+}
+
+// warmSamples is how many samples a route's baseline rests on before it
+// counts.
+const warmSamples = 32
+
+// needZ is the normal quantile of the share of a route's calls a waiting
+// call must be as fast as to be sent: 1.28, nine in ten.
+var needZ = 1.28
+
+// maxRoutes bounds the routes a limiter keeps apart; more share one entry.
+const maxRoutes = 256
+
+// learn records one call's latency and outcome. Under the lock.
+func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
+	rtt := now.Sub(p.start)
+	if l.breaker != nil {
+		l.breakerLearn(p, o, now)
+	}
+	if o == OutcomeIgnore || l.fixed || p.start.IsZero() {
+		return
+	}
+	if l.mean == 0 {
+		l.mean = float64(rtt)
+	} else {
+		l.mean += (float64(rtt) - l.mean) / 64
+	}
+	l.meanNS.Store(int64(l.mean))
+	if n := l.inflight.Load() + 1; n > l.winMax {
+		l.winMax = n
+	}
+	rs := l.routes[p.route]
+	if rs == nil {
+		if len(l.routes) >= maxRoutes {
+			rs = l.routes[""]
+		}
+		if rs == nil {
+			rs = &routeStat{}
+			l.routes[p.route] = rs
+		}
+	}
+	x := math.Log(float64(max(rtt, time.Microsecond)))
+	switch {
+	case rs.n == 0:
+		rs.avg, rs.base = x, x
+	case rs.n < warmSamples:
+		d := x - rs.avg
+		rs.avg += d / float64(rs.n+1)
+		rs.dev += (d*d - rs.dev) / float64(rs.n+1)
+		rs.base = rs.avg
+	default:
+		d := x - rs.avg
+		rs.avg += d / warmSamples
+		rs.dev += (d*d - rs.dev) / (4 * warmSamples)
+		rs.base = min(rs.base, rs.avg)
+	}
+	rs.n++
+	if rs.n < warmSamples {
+		return // its baseline is not known yet
+	}
+	if len(l.samples) < cap(l.samples) {
+		l.samples = append(l.samples, x-rs.base)
+	} else {
+		l.samples[int(uint64(now.UnixNano())%uint64(len(l.samples)))] = x - rs.base
+	}
+	if now.Sub(l.winStart) < l.window || len(l.samples) < l.minWindowSamples {
+		return
+	}
+	slices.Sort(l.samples)
+	median := l.samples[len(l.samples)/2] // log(median latency / baseline)
+	for _, r := range l.routes {
+		r.base = min(r.base+0.01, r.avg)
+	}
+	limit := l.limitFloat
+	headroom := math.Sqrt(limit)
+	if tol := math.Log(l.tolerance); median > tol {
+		limit = limit*max(math.Exp(tol-median), 0.5) + headroom
+	} else {
+		// Grow, but never far above what the callers use: twice the most
+		// calls in flight in the window (Gradient2's rule for a limit the
+		// caller, not the downstream, bounds). A burst may then double
+		// what is in flight, not send the whole limit into the
+		// downstream's queue before a window can say so.
+		limit = min(limit+headroom, max(2*float64(l.winMax), limit*0.9))
+	}
+	l.limitFloat = min(max(limit, float64(l.minLimit)), float64(l.maxLimit))
+	l.limit.Store(int64(l.limitFloat))
+	l.samples, l.winMax, l.winStart = l.samples[:0], l.inflight.Load(), now
+}
+
+// fill gives free slots to waiting calls in the queue's order, refusing on
+// the way those that can no longer start in time. Under the lock.
+func (l *Limiter) fill(now time.Time) {
+	for l.head != nil {
+		w := l.head
+		if l.lifo(now) {
+			w = l.byEnd[0]
+		}
+		if !w.lastStart.IsZero() && !now.Before(w.lastStart) {
+			l.decide(w, LimitQueueTimeout)
+			continue
+		}
+		if !l.take() {
+			return
+		}
+		l.decide(w, LimitNone) // the slot passes to w
+	}
+}
+
+// take takes a slot if the limit allows one.
+func (l *Limiter) take() bool {
+	for {
+		n := l.inflight.Load()
+		if n >= l.limit.Load() {
+			return false
+		}
+		if l.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// lifo reports whether the queue serves by budget left: it has held
+// waiting calls without a break for LIFOAfter.
+func (l *Limiter) lifo(now time.Time) bool {
+	return l.head != nil && now.Sub(l.busySince) >= LIFOAfter
+}
+
+// decide removes w from the queue and wakes it with r.
+func (l *Limiter) decide(w *waiter, r LimitCause) {
+	l.remove(w)
+	w.decided, w.refusal = true, r
+	close(w.ready)
+}
+
+func (l *Limiter) push(w *waiter, now time.Time) {
+	if l.tail == nil {
+		l.head, l.busySince = w, now
+	} else {
+		l.tail.next, w.prev = w, l.tail
+	}
+	l.tail = w
+	w.idx = len(l.byEnd)
+	l.byEnd = append(l.byEnd, w)
+	l.up(w.idx)
+	l.queued.Add(1)
+}
+
+func (l *Limiter) remove(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	i, last := w.idx, len(l.byEnd)-1
+	if i != last {
+		l.swap(i, last)
+	}
+	l.byEnd[last] = nil
+	l.byEnd = l.byEnd[:last]
+	if i != last {
+		l.down(i)
+		l.up(i)
+	}
+	l.queued.Add(-1)
+}
+
+// priority is a waiting call's key in the overloaded order, the largest
+// served first: its deadline less twice its need. For one route's calls
+// (one need) it is the latest deadline first, the one most likely to
+// finish; across routes a cheap call goes before a costly one with the same
+// deadline, since a slot given to a call that needs less finishes more
+// calls in time. A call without a deadline comes last among those with one.
+func priority(end time.Time, need time.Duration) time.Time {
+	if end.IsZero() {
+		return end
+	}
+	return end.Add(-2 * need)
+}
+
+// later orders the heap by key, the newest first on a tie.
+func (l *Limiter) later(i, j int) bool {
+	a, b := l.byEnd[i], l.byEnd[j]
+	switch {
+	case a.key.IsZero() || b.key.IsZero():
+		return !a.key.IsZero() && b.key.IsZero()
+	case a.key.Equal(b.key):
+		return false
+	}
+	return a.key.After(b.key)
+}
+
+func (l *Limiter) swap(i, j int) {
+	l.byEnd[i], l.byEnd[j] = l.byEnd[j], l.byEnd[i]
+	l.byEnd[i].idx, l.byEnd[j].idx = i, j
+}
+
+func (l *Limiter) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !l.later(i, p) {
+			return
+		}
+		l.swap(i, p)
+		i = p
+	}
+}
+
+func (l *Limiter) down(i int) {
+	n := len(l.byEnd)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && l.later(c+1, c) {
+			c++
+		}
+		if !l.later(c, i) {
+			return
+		}
+		l.swap(i, c)
+		i = c
+	}
+}
+
+// refuse builds a refusal.
+func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Duration, end, now time.Time, queued bool) *LimitError {
+	e := &LimitError{Cause: c, Limit: limit, Position: place, Waited: waited, Need: need, Queued: queued}
+	if !end.IsZero() {
+		e.Remaining = end.Sub(now.Add(waited))
+	}
+	return e
+}
