@@ -52,6 +52,9 @@ type provider struct {
 	// retry-after-ms RetryAfter.
 	RateLimit  int
 	RetryAfter time.Duration
+	// LatencyOf, when set, is the latency of request n (1-based) instead
+	// of Latency.
+	LatencyOf func(n int) time.Duration
 
 	requests atomic.Int32
 	mu       sync.Mutex
@@ -89,8 +92,12 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
 		return
 	}
+	lat := p.Latency
+	if p.LatencyOf != nil {
+		lat = p.LatencyOf(n)
+	}
 	select {
-	case <-time.After(p.Latency):
+	case <-time.After(lat):
 	case <-r.Context().Done():
 		return
 	}
