@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -25,10 +26,11 @@ import (
 
 // tally is what the measurement runs add up.
 type tally struct {
-	runs, answered, stopped, untyped, unnamed     int
+	runs, answered, stopped, untyped, unnamed    int
 	abandonedReported, slowPastLease, lateStarts int
 	overshoots                                   []time.Duration
 	modelCalls, toolCalls                        int
+	late                                         map[string]int // runs over 5 ms late, by how they ended
 }
 
 func (ta *tally) percentile(q float64) time.Duration {
@@ -43,9 +45,9 @@ func (ta *tally) percentile(q float64) time.Duration {
 
 func (ta *tally) String() string {
 	return fmt.Sprintf("runs %d: answered %d, stopped %d (untyped %d, step unnamed %d); overshoot p50 %v p99 %v max %v; "+
-		"slow tools past their lease %d, reported abandoned %d; calls started with <= floor left %d; model calls %d, tool calls %d",
+		"slow tools past their lease %d, reported abandoned %d; calls started with <= floor left %d; model calls %d, tool calls %d; runs > 5 ms late by end %v",
 		ta.runs, ta.answered, ta.stopped, ta.untyped, ta.unnamed, ta.percentile(0.5), ta.percentile(0.99), ta.percentile(1),
-		ta.slowPastLease, ta.abandonedReported, ta.lateStarts, ta.modelCalls, ta.toolCalls)
+		ta.slowPastLease, ta.abandonedReported, ta.lateStarts, ta.modelCalls, ta.toolCalls, ta.late)
 }
 
 // measured is one randomized ten-turn run: model latency 10–60 ms, tool
@@ -85,6 +87,16 @@ func (ta *tally) record(m *measured, d deadline.Deadline, floor time.Duration, r
 	ta.overshoots = append(ta.overshoots, end.Sub(d.End()))
 	ta.modelCalls += res.ModelCalls
 	ta.toolCalls += res.ToolCalls
+	if end.Sub(d.End()) > 5*time.Millisecond {
+		if ta.late == nil {
+			ta.late = map[string]int{}
+		}
+		how := "answer"
+		if s, ok := errors.AsType[*deadline.StopError](err); ok {
+			how = s.Name + " " + s.Reason.String()
+		}
+		ta.late[how]++
+	}
 	if err == nil {
 		ta.answered++
 	} else {
@@ -220,7 +232,11 @@ func TestMeasureLoopback(t *testing.T) {
 	if os.Getenv("GENKIT_MEASURE") == "" {
 		t.Skip("set GENKIT_MEASURE=1: 1000 real-time runs")
 	}
-	const budget, floor, par = 300 * time.Millisecond, 20 * time.Millisecond, 10
+	const budget, floor = 300 * time.Millisecond, 20 * time.Millisecond
+	par := 1 // sequential: the figure is the run's, not the scheduler's
+	if n, err := strconv.Atoi(os.Getenv("GENKIT_MEASURE_PAR")); err == nil && n > 0 {
+		par = n
+	}
 	for _, reserve := range []time.Duration{0, 100 * time.Millisecond} {
 		var mu sync.Mutex
 		var ta tally
