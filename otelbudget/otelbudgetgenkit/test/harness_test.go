@@ -180,16 +180,7 @@ type setup struct {
 
 func newSetup(t testing.TB, ctx context.Context, base http.RoundTripper, baseURL string, prov *provider, tl *tool, plain bool) *setup {
 	t.Helper()
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if !plain {
-		opts = []option.RequestOption{
-			option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(base)}),
-			option.WithMaxRetries(0),
-		}
-	} else {
-		opts = []option.RequestOption{option.WithHTTPClient(&http.Client{Transport: base})} // openai-go's default two retries
-	}
-	oai := &compat_oai.OpenAICompatible{Provider: "fake", APIKey: "sk-test", BaseURL: baseURL, Opts: opts}
+	oai := newOAI(base, baseURL, plain)
 	g := genkit.Init(ctx, genkit.WithPlugins(oai))
 	if plain {
 		genkit.DefineTool(g, "lookup", "looks a thing up", tl.fn)
@@ -198,6 +189,20 @@ func newSetup(t testing.TB, ctx context.Context, base http.RoundTripper, baseURL
 		require.NoError(t, err)
 	}
 	return &setup{g: g, prov: prov, tool: tl}
+}
+
+// newOAI is compat_oai over openai-go against the fake provider: with
+// openai-go's retries off and a deadlinehttp.Transport over base, or, when
+// plain, openai-go's defaults (two retries) over base.
+func newOAI(base http.RoundTripper, baseURL string, plain bool) *compat_oai.OpenAICompatible {
+	opts := []option.RequestOption{
+		option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(base)}),
+		option.WithMaxRetries(0),
+	}
+	if plain {
+		opts = []option.RequestOption{option.WithHTTPClient(&http.Client{Transport: base})}
+	}
+	return &compat_oai.OpenAICompatible{Provider: "fake", APIKey: "sk-test", BaseURL: baseURL, Opts: opts}
 }
 
 // agent returns an Agent with a 20 ms floor for model and tool calls.
