@@ -346,7 +346,7 @@ func recordRun(s trace.Span, res *Result, err error) {
 		kvs = append(kvs, AttrToolsAbandoned.Int(len(res.Abandoned)))
 	}
 	if res.Stop != nil {
-		kvs = append(kvs, AttrReserveAnswered.Bool(true), otelbudget.AttrStep.String(res.Stop.Name))
+		kvs = append(kvs, AttrReserveAnswered.Bool(true))
 	}
 	if err != nil {
 		kvs = append(kvs, genai.ErrorTypeKey.String(errorType(err)))

@@ -138,13 +138,7 @@ func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 			span.SetStatus(codes.Error, err.Error())
 			return nil, err
 		}
-		if resp != nil {
-			if m, ok := resp.Custom.(map[string]any); ok {
-				if s, ok := m["model"].(string); ok && s != "" {
-					span.SetAttributes(genai.ResponseModelKey.String(s))
-				}
-			}
-		}
+		recordResponse(span, resp)
 		return resp, nil
 	})
 	if err != nil && inner != nil {
@@ -156,6 +150,26 @@ func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 		return nil, &s
 	}
 	return resp, err
+}
+
+// recordResponse sets the response's GenAI attributes on the chat span,
+// those the model plugin gave: compat_oai puts the model and the id in
+// Custom, and the tokens in Usage.
+func recordResponse(span trace.Span, resp *ai.ModelResponse) {
+	if resp == nil {
+		return
+	}
+	if m, ok := resp.Custom.(map[string]any); ok {
+		if s, ok := m["model"].(string); ok && s != "" {
+			span.SetAttributes(genai.ResponseModelKey.String(s))
+		}
+		if s, ok := m["id"].(string); ok && s != "" {
+			span.SetAttributes(genai.ResponseIDKey.String(s))
+		}
+	}
+	if u := resp.Usage; u != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
+		span.SetAttributes(genai.UsageInputTokensKey.Int(u.InputTokens), genai.UsageOutputTokensKey.Int(u.OutputTokens))
+	}
 }
 
 // errorType is error.type for err: its own ErrorType when it has one

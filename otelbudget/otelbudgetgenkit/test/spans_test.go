@@ -136,6 +136,9 @@ func TestSpans(t *testing.T) {
 			assert.Equal(t, trace.SpanKindClient, s.SpanKind())
 			assert.Equal(t, "openai", a["gen_ai.provider.name"].AsString())
 			assert.Equal(t, "fake-1", a["gen_ai.request.model"].AsString())
+			assert.Equal(t, "fake-1", a["gen_ai.response.model"].AsString())
+			assert.NotEmpty(t, a["gen_ai.response.id"].AsString())
+			assert.Equal(t, int64(1), a["gen_ai.usage.input_tokens"].AsInt64())
 		case "execute_tool":
 			tools++
 			spanType = "gen_ai.execute_tool.internal"
@@ -149,6 +152,8 @@ func TestSpans(t *testing.T) {
 			assert.Contains(t, a, otelbudget.AttrBudgetMs, "the run's budget")
 			assert.Equal(t, true, a[otelbudgetgenkit.AttrReserveAnswered].AsBool())
 			assert.Equal(t, int64(1), a[otelbudgetgenkit.AttrToolsAbandoned].AsInt64())
+			assert.Equal(t, otelbudget.RunOK, a[otelbudget.AttrRunOutcome].AsString(), "the run answered")
+			assert.Equal(t, "lookup", a[otelbudget.AttrRunExhaustedBy].AsString(), "the step the budget stopped")
 		}
 		format, ok := reg.spans[spanType]
 		require.True(t, ok, "the registry has no span type %q", spanType)
