@@ -35,16 +35,24 @@
 // Genkit v1.4.0 emits spans of its own (the "generate" util span and one
 // span per model and tool action, with genkit:* attributes and no GenAI
 // keys) through the global tracer provider, which it replaces with an SDK
-// provider when the global one is not. This package's spans join them: they
-// are started in the same contexts, so that one run is one trace, the
-// Genkit model and tool action spans the children of "chat {model}" and
-// "execute_tool {tool}". The GenAI keys and names are those of package
-// otelbudget/genai, at its pinned conventions version
+// provider when the global one is not. This package's spans join them
+// rather than duplicate them: they carry the GenAI names and keys Genkit's
+// lack, and are started in the same contexts, so that one run is one
+// trace ("generate" the parent of a model call's spans, "chat {model}" the
+// parent of Genkit's model action span, Genkit's tool action span the
+// parent of the tool call's spans). The GenAI keys and names are those of
+// package otelbudget/genai, at its pinned conventions version
 // ([genai.ConventionsVersion]); docs/attributes.md lists every attribute.
 //
 // The package is its own module, so that programs that do not use Genkit
 // never download it.
 package otelbudgetgenkit
+
+import "github.com/deadlinebudget/budget/otelbudget/genai"
+
+// ConventionsVersion is the commit of the GenAI semantic conventions the
+// spans follow ([genai.ConventionsVersion]).
+const ConventionsVersion = genai.ConventionsVersion
 
 // ScopeName is the instrumentation scope of the spans this package starts
 // (the run and call spans are otelbudget's).

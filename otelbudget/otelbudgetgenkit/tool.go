@@ -44,8 +44,10 @@ func ReadOnly() ToolOption { return toolOptionFunc(func(c *toolConfig) { c.retry
 func Idempotent() ToolOption { return toolOptionFunc(func(c *toolConfig) { c.retry = true }) }
 
 // WithToolPolicy gives the tool a policy of its own instead of
-// [Config.ToolPolicy]; an empty Name becomes the tool's name. The zero
-// Policy means deadline.DefaultPolicy().
+// [Config.ToolPolicy]; an empty Name becomes the tool's name, and
+// MaxAttempts 0 is filled as for [Config.ModelPolicy]. As with the
+// agent's, MaxAttempts above 1 applies only to a tool marked [ReadOnly] or
+// [Idempotent].
 func WithToolPolicy(p deadline.Policy) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) { c.policy = &p })
 }

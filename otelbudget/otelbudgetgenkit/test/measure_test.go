@@ -134,6 +134,14 @@ var measureRuns = func() int {
 	return 100
 }()
 
+// measureSeed seeds the randomized runs: GENKIT_MEASURE_SEED, else 1.
+var measureSeed = func() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("GENKIT_MEASURE_SEED"), 10, 64); err == nil {
+		return n
+	}
+	return 1
+}()
+
 // TestMeasureSlowTool runs the randomized ten-turn agent 1000 times in
 // virtual time, without and with a reserve: every run returns inside its
 // deadline, no call starts with the floor or less left, every abandoned
@@ -150,7 +158,7 @@ func TestMeasureSlowTool(t *testing.T) {
 				prov, tl := &provider{Turns: 10}, &tool{}
 				m := &measured{prov: prov, tl: tl, g: newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false).g}
 				a := agent(t, reserve, nil)
-				rng := rand.New(rand.NewPCG(1, uint64(reserve)))
+				rng := rand.New(rand.NewPCG(measureSeed, uint64(reserve)))
 				for range measureRuns {
 					m.reset(rng)
 					d := deadline.New(budget)
@@ -219,6 +227,34 @@ func TestMeasureDefaults(t *testing.T) {
 			}
 		}
 	})
+	// A 429 with retry-after-ms 2000 on the first request, budget 1 s:
+	// openai-go's default retries.
+	var over429 []time.Duration
+	var after429 int
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 2 * time.Second}
+		tl := &tool{Latency: 20 * time.Millisecond}
+		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, true)
+		for range 20 {
+			prov.requests.Store(0)
+			prov.starts = nil
+			rctx, rcancel := context.WithTimeout(ctx, budget)
+			end, _ := rctx.Deadline()
+			_, _ = genkit.Generate(rctx, s.g, append(tenTurns(), ai.WithModelName("fake/fake-1"))...)
+			over429 = append(over429, time.Since(end))
+			rcancel()
+			for _, st := range prov.starts {
+				if st.After(end) {
+					after429++
+				}
+			}
+		}
+	})
+	slices.Sort(over429)
+	t.Logf("Genkit defaults, 429 retry-after-ms 2000, 20 runs: overshoot min %v max %v; requests sent after the deadline %d",
+		over429[0], over429[len(over429)-1], after429)
 	slices.Sort(over)
 	t.Logf("Genkit defaults, 20 runs: overshoot min %v median %v max %v; answered %d; errors matching DeadlineExceeded %d/20; model requests %d, tool calls %d; requests sent after the deadline %d",
 		over[0], over[len(over)/2], over[len(over)-1], answered, deadlineErrs, modelCalls, toolCalls, afterDeadline)
@@ -252,7 +288,7 @@ func TestMeasureLoopback(t *testing.T) {
 				defer tr.CloseIdleConnections()
 				m := newMeasured(t, ctx, tr, srv.URL+"/v1/", false)
 				a := agent(t, reserve, nil)
-				rng := rand.New(rand.NewPCG(3, uint64(w)))
+				rng := rand.New(rand.NewPCG(measureSeed+2, uint64(w)))
 				for range measureRuns / par {
 					m.reset(rng)
 					m.prov.LatencyOf = func(int) time.Duration { return time.Duration(2+rng.IntN(8)) * time.Millisecond }
