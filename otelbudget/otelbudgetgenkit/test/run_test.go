@@ -18,7 +18,7 @@ const fakeURL = "http://fake.invalid/v1/"
 
 // inBubble runs one ten-turn run of budget in a synctest bubble and returns
 // its result, error and virtual duration.
-func inBubble(t *testing.T, budget, reserve time.Duration, prov *provider, tl *tool, cfg ...func(*otelbudgetgenkit.Config)) (res *otelbudgetgenkit.Result, err error, took time.Duration) {
+func inBubble(t *testing.T, budget, reserve time.Duration, prov *provider, tl *tool, cfg ...func(*otelbudgetgenkit.Config)) (res *otelbudgetgenkit.Result, took time.Duration, err error) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -34,13 +34,13 @@ func inBubble(t *testing.T, budget, reserve time.Duration, prov *provider, tl *t
 		took = time.Since(start)
 		res.WaitTools()
 	})
-	return res, err, took
+	return res, took, err
 }
 
 func TestTenTurnsAnswer(t *testing.T) {
 	prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 	tl := &tool{Latency: 20 * time.Millisecond}
-	res, err, took := inBubble(t, time.Second, 0, prov, tl)
+	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.NoError(t, err)
 	assert.Equal(t, "answer from 10 results", res.Response.Text())
 	assert.Equal(t, 11, res.ModelCalls)
@@ -55,7 +55,7 @@ func TestTenTurnsAnswer(t *testing.T) {
 func TestSlowToolStops(t *testing.T) {
 	prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 	tl := &tool{Latency: 20 * time.Millisecond, SlowAt: 5, Slow: 3 * time.Second}
-	res, err, took := inBubble(t, time.Second, 0, prov, tl)
+	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	stop, ok := errors.AsType[*deadline.StopError](err)
@@ -78,7 +78,7 @@ func TestSlowToolStops(t *testing.T) {
 func TestSlowToolReserveAnswers(t *testing.T) {
 	prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 	tl := &tool{Latency: 20 * time.Millisecond, SlowAt: 5, Slow: 3 * time.Second}
-	res, err, took := inBubble(t, time.Second, 100*time.Millisecond, prov, tl)
+	res, took, err := inBubble(t, time.Second, 100*time.Millisecond, prov, tl)
 	require.NoError(t, err)
 	assert.Equal(t, "final answer from 5 results", res.Response.Text())
 	require.NotNil(t, res.Stop)
@@ -95,7 +95,7 @@ func TestModelRefusedBelowFloor(t *testing.T) {
 	tl := &tool{Latency: 20 * time.Millisecond}
 	// 5 turns take 250 ms; the sixth model call would start with 15 ms
 	// left, less than its 20 ms floor (the tools' floor is 5 ms).
-	res, err, took := inBubble(t, 265*time.Millisecond, 0, prov, tl, func(c *otelbudgetgenkit.Config) {
+	res, took, err := inBubble(t, 265*time.Millisecond, 0, prov, tl, func(c *otelbudgetgenkit.Config) {
 		c.ToolPolicy.Floor = 5 * time.Millisecond
 	})
 	require.Error(t, err)
@@ -114,7 +114,7 @@ func TestModelRefusedBelowFloor(t *testing.T) {
 func TestRateLimitHonoured(t *testing.T) {
 	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 200 * time.Millisecond}
 	tl := &tool{Latency: 20 * time.Millisecond}
-	res, err, took := inBubble(t, time.Second, 0, prov, tl)
+	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.NoError(t, err)
 	assert.Equal(t, "answer from 3 results", res.Response.Text())
 	require.GreaterOrEqual(t, len(prov.starts), 2)
@@ -125,7 +125,7 @@ func TestRateLimitHonoured(t *testing.T) {
 func TestRateLimitTooLong(t *testing.T) {
 	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 2 * time.Second}
 	tl := &tool{Latency: 20 * time.Millisecond}
-	res, err, took := inBubble(t, time.Second, 0, prov, tl)
+	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	stop, ok := errors.AsType[*deadline.StopError](err)

@@ -64,7 +64,7 @@ func TestToolRetriedOnlyWhenMarked(t *testing.T) {
 func TestToolHonouringContextStops(t *testing.T) {
 	prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 	tl := &tool{Latency: 5 * time.Second} // every call longer than the budget, but it listens
-	res, err, took := inBubble(t, time.Second, 0, prov, tl)
+	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, "lookup", stop.Name)
