@@ -2,6 +2,7 @@ package genai
 
 import (
 	"bufio"
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // pinned is testdata/registry-keys.txt: what the pinned conventions define,
@@ -218,3 +221,25 @@ func TestAttributeHelpers(t *testing.T) {
 		OperationNameKey.String("execute_tool"), ToolNameKey.String("search"),
 	}, ExecuteToolAttributes("search", "", ""))
 }
+
+func TestToolCallContext(t *testing.T) {
+	ctx := context.Background()
+	_, ok := ToolCallFromContext(ctx)
+	assert.False(t, ok)
+	assert.Equal(t, ctx, ContextWithToolCall(ctx, ToolCall{Name: "search"}), "no span, nothing stored")
+	// A non-recording span is carried but not returned.
+	ctx2 := ContextWithToolCall(ctx, ToolCall{Span: trace.SpanFromContext(ctx), Name: "search"})
+	_, ok = ToolCallFromContext(ctx2)
+	assert.False(t, ok, "a no-op span is nothing to add attributes to")
+	ctx3 := ContextWithToolCall(ctx, ToolCall{Span: recording{}, Name: "search", CallID: "call_1"})
+	tc, ok := ToolCallFromContext(ctx3)
+	require.True(t, ok)
+	assert.Equal(t, "search", tc.Name)
+	assert.Equal(t, "call_1", tc.CallID)
+}
+
+// recording is a span that says it records (the API has no recording span
+// without an SDK).
+type recording struct{ noop.Span }
+
+func (recording) IsRecording() bool { return true }
