@@ -94,7 +94,9 @@ func (e *AbandonedError) ErrorType() string { return "tool_abandoned" }
 //   - retried only when marked [ReadOnly] or [Idempotent] (else one
 //     attempt), for the errors the policy's classifier retries;
 //   - as the "execute_tool {name}" span, with gen_ai.tool.name,
-//     gen_ai.tool.call.id (the model's id, when found), gen_ai.tool.type;
+//     gen_ai.tool.call.id (the model's id, when found), gen_ai.tool.type,
+//     carried in fn's context (genai.ContextWithToolCall) so that an MCP
+//     client under it (otelbudgetmcp) joins it;
 //   - fn runs on a goroutine of its own with the attempt's context; if it
 //     has not returned [AbandonGrace] after its lease ended it is
 //     abandoned: the call fails with an [*AbandonedError], the span carries
@@ -175,6 +177,9 @@ func runTool[In, Out any](tc *ai.ToolContext, r *run, name string, c toolConfig,
 		ctx, span := a.tracer.Start(ctx, genai.ExecuteToolSpanName(name), trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(genai.ExecuteToolAttributes(name, callID, c.toolType)...))
 		defer span.End()
+		// Instrumentation below the tool (an MCP client) finds the
+		// execute_tool span it runs under.
+		ctx = genai.ContextWithToolCall(ctx, genai.ToolCall{Span: span, Name: name, CallID: callID})
 		done := make(chan toolOutcome[Out], 1)
 		atc := &ai.ToolContext{Context: ctx, Resumed: tc.Resumed, OriginalInput: tc.OriginalInput}
 		r.tools.Add(1)

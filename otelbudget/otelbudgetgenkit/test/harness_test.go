@@ -25,6 +25,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
 
@@ -145,6 +146,9 @@ type tool struct {
 	calls  atomic.Int32
 	mu     sync.Mutex
 	starts []time.Time
+	// underSpan counts the calls that found their execute_tool span in
+	// their context (genai.ToolCallFromContext).
+	underSpan atomic.Int32
 }
 
 type lookupIn struct {
@@ -153,6 +157,9 @@ type lookupIn struct {
 
 func (tl *tool) fn(tc *ai.ToolContext, in lookupIn) (string, error) {
 	n := int(tl.calls.Add(1))
+	if tc, ok := genai.ToolCallFromContext(tc); ok && tc.Name == "lookup" {
+		tl.underSpan.Add(1)
+	}
 	tl.mu.Lock()
 	tl.starts = append(tl.starts, time.Now())
 	tl.mu.Unlock()

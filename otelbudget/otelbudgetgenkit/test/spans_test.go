@@ -90,6 +90,7 @@ func TestSpans(t *testing.T) {
 
 	var res *otelbudgetgenkit.Result
 	var err error
+	var underSpan int32
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -99,9 +100,11 @@ func TestSpans(t *testing.T) {
 		a := agent(t, 100*time.Millisecond, func(c *otelbudgetgenkit.Config) { c.Observer = obs })
 		res, err = a.Run(deadline.NewContext(ctx, deadline.New(500*time.Millisecond)), s.g, tenTurns()...)
 		res.WaitTools()
+		underSpan = tl.underSpan.Load()
 	})
 	require.NoError(t, err)
 	require.NotNil(t, res.Stop)
+	assert.Equal(t, int32(res.ToolCalls), underSpan, "every tool call finds its execute_tool span in its context")
 
 	spans := rec.Ended()
 	require.NotEmpty(t, spans)
