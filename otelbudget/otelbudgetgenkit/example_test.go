@@ -18,8 +18,8 @@ type query struct {
 	Q string `json:"q"`
 }
 
-// A Genkit agent whose tool hangs, ignoring its context, inside one 300 ms
-// budget: the tool is abandoned at its lease, and the 100 ms reserve pays
+// A Genkit agent whose tool hangs, ignoring its context, inside one 1 s
+// budget: the tool is abandoned at its lease, and the 400 ms reserve pays
 // for a final model call, so the run answers well before its deadline. The
 // model here is an in-process stand-in that asks for the tool until it is
 // offered none; with a provider, it is a plugin's model (compat_oai over
@@ -52,9 +52,9 @@ func Example() {
 		Agent:      "researcher",
 		Model:      "demo/model",
 		Provider:   "openai",
-		Budget:     300 * time.Millisecond, // decided once, when Run starts
+		Budget:     time.Second, // decided once, when Run starts
 		ToolPolicy: deadline.Policy{MaxAttempts: 2, Floor: 20 * time.Millisecond},
-		Reserve:    100 * time.Millisecond,
+		Reserve:    400 * time.Millisecond,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -72,7 +72,7 @@ func Example() {
 	fmt.Println(res.Response.Text())
 	fmt.Println("cut short by:", res.Stop.Name, res.Stop.Reason, errors.Is(res.Stop, context.DeadlineExceeded))
 	fmt.Println("abandoned:", res.Abandoned[0].Tool, res.Abandoned[0].CallID)
-	fmt.Println("inside the budget:", took < 300*time.Millisecond)
+	fmt.Println("inside the budget:", took < time.Second)
 	// Output:
 	// what I have so far
 	// cut short by: search deadline_exceeded true
