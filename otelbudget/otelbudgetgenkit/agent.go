@@ -55,11 +55,18 @@ type Config struct {
 	Budget time.Duration
 
 	// ModelPolicy is the policy of each model call: its step name (default
-	// [DefaultModelStep]), ceiling (AttemptTimeout), floor, hooks. The call
-	// itself is one attempt; the policy, Floor 0 (the call's lease already
-	// keeps it) and Name "{step} http", is handed to the HTTP request under
-	// it (deadlinehttp.WithRequestPolicy), whose transport makes its
-	// MaxAttempts, Backoff and Retry-After waits within the lease.
+	// [DefaultModelStep]), floor and hooks are the call's, which is one
+	// attempt leased the time left less the floor (and the reserve). The
+	// policy, with Floor 0 (the call's lease already keeps it) and Name
+	// "{step} http", is handed to the HTTP request under it
+	// (deadlinehttp.WithRequestPolicy): a deadlinehttp.Transport under the
+	// provider's SDK makes its MaxAttempts, each under the ceiling
+	// (AttemptTimeout, Ceiling), with Backoff and Retry-After waits, all
+	// within the call's lease, under the transport's rules (a POST is
+	// retried when the provider answers that it did not act on it, as
+	// OpenAI's x-should-retry does with a 429, or when it carries an
+	// Idempotency-Key). Without such a transport, MaxAttempts and the
+	// ceiling have no effect.
 	// MaxAttempts 0 takes deadline.DefaultPolicy()'s MaxAttempts, and its
 	// Floor and Backoff where those are zero.
 	ModelPolicy deadline.Policy

@@ -113,7 +113,10 @@ func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 	httpPolicy.LearnedFloor = nil
 	httpPolicy.Hooks = deadline.Compose(p.Hooks, a.hooks)
 	p.Floor += reserve
+	// The call is one attempt bounded by the budget alone: the ceiling,
+	// the retries and their waits are the HTTP request's, inside it.
 	p.MaxAttempts, p.Backoff, p.RetryBudget, p.Hedge = 1, deadline.Backoff{}, nil, nil
+	p.AttemptTimeout, p.Ceiling, p.LearnedFloor = 0, nil, nil
 	p.Hooks = deadline.Compose(p.Hooks, a.hooks)
 	var inner *deadline.StopError // the HTTP request's budget stop
 	catch := &deadline.Hooks{CallEnd: func(_ context.Context, cr deadline.CallResult) {
