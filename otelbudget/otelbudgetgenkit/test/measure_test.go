@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -261,6 +262,19 @@ func TestMeasureDefaults(t *testing.T) {
 	assert.Greater(t, over[0], 500*time.Millisecond, "Genkit alone waits for the slow tool past the deadline")
 }
 
+// loadavg is /proc/loadavg's three averages, or "?".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 // TestMeasureLoopback is the real-time figure: the randomized run over a
 // loopback httptest provider, 1000 runs (GENKIT_MEASURE=1; 10 at a time),
 // the overshoot's p50/p99/max logged. It asserts no wall-clock duration.
@@ -277,6 +291,24 @@ func TestMeasureLoopback(t *testing.T) {
 		var mu sync.Mutex
 		var ta tally
 		var wg sync.WaitGroup
+		// The control: how late a plain 5 ms sleep wakes on this machine
+		// meanwhile, the scheduler's share of any lateness.
+		stopControl := make(chan struct{})
+		var control []time.Duration
+		controlDone := make(chan struct{})
+		go func() {
+			defer close(controlDone)
+			for {
+				select {
+				case <-stopControl:
+					return
+				default:
+				}
+				t0 := time.Now()
+				time.Sleep(5 * time.Millisecond)
+				control = append(control, time.Since(t0)-5*time.Millisecond)
+			}
+		}()
 		for w := range par {
 			wg.Go(func() {
 				ctx, cancel := context.WithCancel(context.Background())
@@ -289,7 +321,11 @@ func TestMeasureLoopback(t *testing.T) {
 				m := newMeasured(t, ctx, tr, srv.URL+"/v1/", false)
 				a := agent(t, reserve, nil)
 				rng := rand.New(rand.NewPCG(measureSeed+2, uint64(w)))
-				for range measureRuns / par {
+				runs := measureRuns / par
+				if n, err := strconv.Atoi(os.Getenv("GENKIT_MEASURE_RUNS")); err == nil && n > 0 {
+					runs = n
+				}
+				for range runs {
 					m.reset(rng)
 					m.prov.LatencyOf = func(int) time.Duration { return time.Duration(2+rng.IntN(8)) * time.Millisecond }
 					m.tl.Latency = time.Duration(2+rng.IntN(6)) * time.Millisecond
@@ -301,11 +337,18 @@ func TestMeasureLoopback(t *testing.T) {
 					mu.Lock()
 					ta.record(m, d, floor, res, err, end)
 					mu.Unlock()
+					if late := end.Sub(d.End()); late > 100*time.Millisecond {
+						t.Logf("late %v: err %v; model %d, tool %d calls, abandoned %v; slow call %d of %v", late, err, res.ModelCalls, res.ToolCalls, res.Abandoned, m.tl.SlowAt, m.tl.Slow)
+					}
 				}
 			})
 		}
 		wg.Wait()
+		close(stopControl)
+		<-controlDone
+		ct := tally{overshoots: control}
 		t.Logf("loopback, budget %v, reserve %v: %s", budget, reserve, ta.String())
+		t.Logf("control, a 5 ms sleep meanwhile (%d): woke late p50 %v p99 %v max %v; load average %s", len(control), ct.percentile(0.5), ct.percentile(0.99), ct.percentile(1), loadavg())
 		require.Zero(t, ta.untyped)
 	}
 }
