@@ -127,12 +127,12 @@ func (ta *tally) record(m *measured, d deadline.Deadline, floor time.Duration, r
 }
 
 // measureRuns is 1000 with GENKIT_MEASURE=1 (the figures of
-// docs/benchmarks.md), else 100 (the CI run).
+// docs/benchmarks.md), else 50 (the CI run, a few seconds).
 var measureRuns = func() int {
 	if os.Getenv("GENKIT_MEASURE") != "" {
 		return 1000
 	}
-	return 100
+	return 50
 }()
 
 // measureSeed seeds the randomized runs: GENKIT_MEASURE_SEED, else 1.
