@@ -47,12 +47,12 @@ type thisNew struct {
 	rec    learn.Recorder
 	live   *learn.Live
 
-	mu       sync.Mutex
-	limiters map[string]*deadline.Limiter
+	mu  sync.Mutex
+	lim *deadline.Limiter // the downstream's, made on the first call
 }
 
 func newThisNew(Env) (Caller, error) {
-	t := &thisNew{limiters: map[string]*deadline.Limiter{}}
+	t := &thisNew{}
 	var err error
 	if t.budget, err = deadline.NewRetryBudget(deadline.WithThrottle(ThrottleK)); err != nil {
 		return nil, err
@@ -67,18 +67,18 @@ func newThisNew(Env) (Caller, error) {
 // for every route, as deadline.Limiter recommends (limiters per route
 // sharing a downstream each see the others' queueing as their own, and
 // the slow route's, whose latency moves least, takes the downstream).
-func (t *thisNew) limiter(route string) (*deadline.Limiter, error) {
+// The policies' Names (the routes) keep the routes' latencies apart.
+func (t *thisNew) limiter() (*deadline.Limiter, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	route = "" // one limiter for the downstream, shared by its routes (the policies' Names keep their latencies apart)
-	if l, ok := t.limiters[route]; ok {
-		return l, nil
+	if t.lim != nil {
+		return t.lim, nil
 	}
 	l, err := deadline.NewLimiter(deadline.WithBreaker(deadline.DefaultBreaker()))
 	if err != nil {
 		return nil, err
 	}
-	t.limiters[route] = l
+	t.lim = l
 	return l, nil
 }
 
@@ -87,7 +87,7 @@ func (t *thisNew) Call(ctx context.Context, c Call, send Send) error {
 	if !ok {
 		return errors.New("overload: the call's context carries no deadline")
 	}
-	l, err := t.limiter(c.Route)
+	l, err := t.limiter()
 	if err != nil {
 		return err
 	}
