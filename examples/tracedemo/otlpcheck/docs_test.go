@@ -156,6 +156,11 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.abandoned":                      "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
 		"deadline.agent.final_call":               "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
 		"deadline.run.abandoned_tools":            "the demo runs no Eino agent: otelbudgeteino/test's TestAgentAttributes sets it",
+		"deadline.limit.cause":                    "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
+		"deadline.limit.limit":                    "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
+		"deadline.limit.queue_position":           "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
+		"deadline.limit.waited_ms":                "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
+		"deadline.limit.refusals":                 "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
 	}
 	seenKeys := map[string]bool{}
 	seenMetrics := map[string]bool{}
