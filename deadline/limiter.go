@@ -80,7 +80,9 @@ const (
 // An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
 // in each window ([DefaultLimitWindow], at least 16 completed calls), the
 // median of log(latency ÷ the route's baseline) over the calls that ended
-// in it, the baseline being the route's typical latency when it is not
+// in it (those that completed or were cut: an error answer, a refusal
+// above all, comes before the work and is not timed; see [Permit.Done]),
+// the baseline being the route's typical latency when it is not
 // queued (the lowest moving average of its log-latency, drifting up 1 % a
 // window so that a downstream that really became slower is followed). When
 // the median exceeds the tolerance, queueing has started downstream, and
@@ -472,7 +474,20 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 // Done frees the permit's slot, handing it to a waiting call that can still
 // start, and teaches the limit and the breaker how the call ended. Calls
 // after the first, and Done on the zero Permit, do nothing.
-func (p *Permit) Done(o Outcome) {
+//
+// The limit learns the call's latency unless o is [OutcomeIgnore] or
+// [OutcomeOverload]: an overload answer comes before the work it refuses,
+// and learned as the route's latency it would make every served call look
+// queued (the baseline would fall to the refusal's latency). [Do] also
+// keeps out of the latency every call that ended in an error answer (a
+// 404, a refusal of the downstream's own, a retryable error), whatever the
+// breaker counts it as; only calls that completed or were cut by a
+// ceiling or the deadline are timed.
+func (p *Permit) Done(o Outcome) { p.done(o, o != OutcomeOverload) }
+
+// done is Done, saying whether the call's latency is its route's: false
+// for an error answer, which comes before the work.
+func (p *Permit) done(o Outcome, timed bool) {
 	l := p.l
 	if l == nil {
 		return
@@ -485,7 +500,7 @@ func (p *Permit) Done(o Outcome) {
 	if !l.fixed || l.breaker != nil {
 		now := time.Now()
 		l.mu.Lock()
-		l.learn(p, o, now)
+		l.learn(p, o, timed, now)
 		l.fill(now)
 		l.mu.Unlock()
 		return
@@ -516,13 +531,14 @@ var needZ = 1.28
 // maxRoutes bounds the routes a limiter keeps apart; more share one entry.
 const maxRoutes = 256
 
-// learn records one call's latency and outcome. Under the lock.
-func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
+// learn records one call's outcome, and its latency if timed. Under the
+// lock.
+func (l *Limiter) learn(p *Permit, o Outcome, timed bool, now time.Time) {
 	rtt := now.Sub(p.start)
 	if l.breaker != nil {
 		l.breakerLearn(p, o, now)
 	}
-	if o == OutcomeIgnore || l.fixed || p.start.IsZero() {
+	if o == OutcomeIgnore || !timed || l.fixed || p.start.IsZero() {
 		return
 	}
 	if l.mean == 0 {
