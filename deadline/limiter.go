@@ -145,7 +145,9 @@ type Limiter struct {
 	mu        sync.Mutex
 	head      *waiter // arrival order, oldest first
 	tail      *waiter
-	byEnd     []*waiter // a max-heap on key
+	order     *waiter // the overloaded order's treap (limiterorder.go)
+	seq       uint64  // arrivals, the order's tie-break
+	rnd       uint64  // the treap's priorities
 	busySince time.Time
 	// The latency window: each sample is log(latency) less its route's
 	// baseline.
@@ -171,9 +173,14 @@ type waiter struct {
 	lastStart  time.Time     // it must start before this instant
 	key        time.Time     // the overloaded order's: the largest first
 	prev, next *waiter
-	idx        int // in byEnd
-	decided    bool
-	refusal    LimitCause // when decided: LimitNone is a slot
+	// In the overloaded order's treap: the calls served before it (left)
+	// and after it (right), how many its tree holds, its arrival and its
+	// random priority.
+	left, right *waiter
+	n           int
+	seq, prio   uint64
+	decided     bool
+	refusal     LimitCause // when decided: LimitNone is a slot
 }
 
 // LimiterOption configures a [Limiter] built by [NewLimiter].
@@ -279,6 +286,7 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	l.limit.Store(int64(l.initial))
 	l.limitFloat = float64(l.initial)
 	l.origin = time.Now()
+	l.rnd = uint64(l.origin.UnixNano()) | 1
 	l.winStart = l.origin
 	if !l.fixed {
 		l.samples = make([]float64, 0, 256)
@@ -407,15 +415,11 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	lifo := l.lifo(now)
 	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
 	// Its place: FIFO behind every waiting call; in the overloaded order
-	// behind those served before it.
+	// behind those served before it (the newest first on a tie: it).
 	place := waiting
 	if lifo {
-		place = 0
-		for _, o := range l.byEnd {
-			if !o.key.Before(w.key) {
-				place++
-			}
-		}
+		w.seq = l.seq + 1
+		place = l.orderPlace(w)
 	}
 	expect := time.Duration(float64(place+1) * float64(l.meanNS.Load()) / float64(limit))
 	backlog := l.backlog
@@ -615,7 +619,7 @@ func (l *Limiter) fill(now time.Time) {
 	for l.head != nil {
 		w := l.head
 		if l.lifo(now) {
-			w = l.byEnd[0]
+			w = l.orderFirst()
 		}
 		if !w.lastStart.IsZero() && !now.Before(w.lastStart) {
 			l.decide(w, LimitQueueTimeout)
@@ -661,9 +665,7 @@ func (l *Limiter) push(w *waiter, now time.Time) {
 		l.tail.next, w.prev = w, l.tail
 	}
 	l.tail = w
-	w.idx = len(l.byEnd)
-	l.byEnd = append(l.byEnd, w)
-	l.up(w.idx)
+	l.orderInsert(w)
 	l.queued.Add(1)
 }
 
@@ -679,16 +681,7 @@ func (l *Limiter) remove(w *waiter) {
 		l.tail = w.prev
 	}
 	w.prev, w.next = nil, nil
-	i, last := w.idx, len(l.byEnd)-1
-	if i != last {
-		l.swap(i, last)
-	}
-	l.byEnd[last] = nil
-	l.byEnd = l.byEnd[:last]
-	if i != last {
-		l.down(i)
-		l.up(i)
-	}
+	l.orderRemove(w)
 	l.queued.Add(-1)
 }
 
@@ -703,52 +696,6 @@ func priority(end time.Time, need time.Duration) time.Time {
 		return end
 	}
 	return end.Add(-2 * need)
-}
-
-// later orders the heap by key, the newest first on a tie.
-func (l *Limiter) later(i, j int) bool {
-	a, b := l.byEnd[i], l.byEnd[j]
-	switch {
-	case a.key.IsZero() || b.key.IsZero():
-		return !a.key.IsZero() && b.key.IsZero()
-	case a.key.Equal(b.key):
-		return false
-	}
-	return a.key.After(b.key)
-}
-
-func (l *Limiter) swap(i, j int) {
-	l.byEnd[i], l.byEnd[j] = l.byEnd[j], l.byEnd[i]
-	l.byEnd[i].idx, l.byEnd[j].idx = i, j
-}
-
-func (l *Limiter) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !l.later(i, p) {
-			return
-		}
-		l.swap(i, p)
-		i = p
-	}
-}
-
-func (l *Limiter) down(i int) {
-	n := len(l.byEnd)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && l.later(c+1, c) {
-			c++
-		}
-		if !l.later(c, i) {
-			return
-		}
-		l.swap(i, c)
-		i = c
-	}
 }
 
 // refuse builds a refusal.

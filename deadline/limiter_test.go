@@ -3,7 +3,9 @@ package deadline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
@@ -561,4 +563,53 @@ func TestLimiterErrorAnswersDoNotTeachLatency(t *testing.T) {
 		assert.GreaterOrEqual(t, l.Limit(), 40, "refusals answered at once say nothing of the route's latency")
 		assert.Greater(t, good, 350, "400 calls of which nearly all are served")
 	})
+}
+
+// BenchmarkLimiterPlaceDeepQueue measures how a newcomer is placed in a
+// queue of n waiting calls in the overloaded order (the calls served before
+// it counted, for the wait its place implies): admission's backlog at 10×
+// overload holds about 1 600. The newcomer's context has ended, so it is
+// refused once placed and the queue stays as it is.
+func BenchmarkLimiterPlaceDeepQueue(b *testing.B) {
+	for _, n := range []int{16, 1600, 16000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			l, err := deadline.NewLimiter(deadline.WithFixedLimit(1), deadline.WithBacklog(n+1))
+			require.NoError(b, err)
+			held, ok := l.TryAcquire("r")
+			require.True(b, ok)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			now := time.Now()
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range n {
+				end := now.Add(time.Minute + time.Duration(rng.Int64N(int64(time.Minute))))
+				wg.Go(func() { _, _ = l.Acquire(ctx, "r", end, 0) })
+			}
+			for {
+				if _, w := l.Len(); w == n {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(deadline.LIFOAfter + 10*time.Millisecond) // the overloaded order
+			gone, stop := context.WithCancel(context.Background())
+			stop()
+			ends := make([]time.Time, 1024)
+			for i := range ends {
+				ends[i] = now.Add(time.Minute + time.Duration(rng.Int64N(int64(time.Minute))))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := l.Acquire(gone, "r", ends[i%len(ends)], 0); err == nil {
+					b.Fatal("placed a call whose context had ended")
+				}
+				i++
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			held.Done(deadline.OutcomeSuccess)
+		})
+	}
 }
