@@ -338,7 +338,8 @@ const (
 	// call reached its own ceiling (the operation was too slow).
 	OutcomeFailure
 	// OutcomeOverload: the downstream said it was overloaded
-	// ([ErrOverloaded]).
+	// ([ErrOverloaded]). The breaker does not count it, and its latency is
+	// not learned: the answer comes before the work it refuses.
 	OutcomeOverload
 	// OutcomeIgnore: the caller gave up (canceled, or a hedge lost): says
 	// nothing of the downstream; the slot is freed, nothing is learned.
