@@ -296,7 +296,11 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
 	case EndedDeadline:
 		o = OutcomeCut
 	}
-	p.Done(o)
+	// An error answer says how the downstream ended the call, not how long
+	// the route's work takes: a refusal answered at once, learned as the
+	// route's latency, drove its baseline to nothing and the limit down
+	// with it (the overload bench's two-route collapse).
+	p.done(o, ended != EndedError)
 	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
 		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
 	}

@@ -80,7 +80,9 @@ const (
 // An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
 // in each window ([DefaultLimitWindow], at least 16 completed calls), the
 // median of log(latency ÷ the route's baseline) over the calls that ended
-// in it, the baseline being the route's typical latency when it is not
+// in it (those that completed or were cut: an error answer, a refusal
+// above all, comes before the work and is not timed; see [Permit.Done]),
+// the baseline being the route's typical latency when it is not
 // queued (the lowest moving average of its log-latency, drifting up 1 % a
 // window so that a downstream that really became slower is followed). When
 // the median exceeds the tolerance, queueing has started downstream, and
@@ -143,7 +145,9 @@ type Limiter struct {
 	mu        sync.Mutex
 	head      *waiter // arrival order, oldest first
 	tail      *waiter
-	byEnd     []*waiter // a max-heap on key
+	order     *waiter // the overloaded order's treap (limiterorder.go)
+	seq       uint64  // arrivals, the order's tie-break
+	rnd       uint64  // the treap's priorities
 	busySince time.Time
 	// The latency window: each sample is log(latency) less its route's
 	// baseline.
@@ -169,9 +173,14 @@ type waiter struct {
 	lastStart  time.Time     // it must start before this instant
 	key        time.Time     // the overloaded order's: the largest first
 	prev, next *waiter
-	idx        int // in byEnd
-	decided    bool
-	refusal    LimitCause // when decided: LimitNone is a slot
+	// In the overloaded order's treap: the calls served before it (left)
+	// and after it (right), how many its tree holds, its arrival and its
+	// random priority.
+	left, right *waiter
+	n           int
+	seq, prio   uint64
+	decided     bool
+	refusal     LimitCause // when decided: LimitNone is a slot
 }
 
 // LimiterOption configures a [Limiter] built by [NewLimiter].
@@ -277,6 +286,7 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	l.limit.Store(int64(l.initial))
 	l.limitFloat = float64(l.initial)
 	l.origin = time.Now()
+	l.rnd = uint64(l.origin.UnixNano()) | 1
 	l.winStart = l.origin
 	if !l.fixed {
 		l.samples = make([]float64, 0, 256)
@@ -328,7 +338,8 @@ const (
 	// call reached its own ceiling (the operation was too slow).
 	OutcomeFailure
 	// OutcomeOverload: the downstream said it was overloaded
-	// ([ErrOverloaded]).
+	// ([ErrOverloaded]). The breaker does not count it, and its latency is
+	// not learned: the answer comes before the work it refuses.
 	OutcomeOverload
 	// OutcomeIgnore: the caller gave up (canceled, or a hedge lost): says
 	// nothing of the downstream; the slot is freed, nothing is learned.
@@ -405,15 +416,11 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	lifo := l.lifo(now)
 	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
 	// Its place: FIFO behind every waiting call; in the overloaded order
-	// behind those served before it.
+	// behind those served before it (the newest first on a tie: it).
 	place := waiting
 	if lifo {
-		place = 0
-		for _, o := range l.byEnd {
-			if !o.key.Before(w.key) {
-				place++
-			}
-		}
+		w.seq = l.seq + 1
+		place = l.orderPlace(w)
 	}
 	expect := time.Duration(float64(place+1) * float64(l.meanNS.Load()) / float64(limit))
 	backlog := l.backlog
@@ -472,7 +479,20 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 // Done frees the permit's slot, handing it to a waiting call that can still
 // start, and teaches the limit and the breaker how the call ended. Calls
 // after the first, and Done on the zero Permit, do nothing.
-func (p *Permit) Done(o Outcome) {
+//
+// The limit learns the call's latency unless o is [OutcomeIgnore] or
+// [OutcomeOverload]: an overload answer comes before the work it refuses,
+// and learned as the route's latency it would make every served call look
+// queued (the baseline would fall to the refusal's latency). [Do] also
+// keeps out of the latency every call that ended in an error answer (a
+// 404, a refusal of the downstream's own, a retryable error), whatever the
+// breaker counts it as; only calls that completed or were cut by a
+// ceiling or the deadline are timed.
+func (p *Permit) Done(o Outcome) { p.done(o, o != OutcomeOverload) }
+
+// done is Done, saying whether the call's latency is its route's: false
+// for an error answer, which comes before the work.
+func (p *Permit) done(o Outcome, timed bool) {
 	l := p.l
 	if l == nil {
 		return
@@ -485,7 +505,7 @@ func (p *Permit) Done(o Outcome) {
 	if !l.fixed || l.breaker != nil {
 		now := time.Now()
 		l.mu.Lock()
-		l.learn(p, o, now)
+		l.learn(p, o, timed, now)
 		l.fill(now)
 		l.mu.Unlock()
 		return
@@ -516,13 +536,14 @@ var needZ = 1.28
 // maxRoutes bounds the routes a limiter keeps apart; more share one entry.
 const maxRoutes = 256
 
-// learn records one call's latency and outcome. Under the lock.
-func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
+// learn records one call's outcome, and its latency if timed. Under the
+// lock.
+func (l *Limiter) learn(p *Permit, o Outcome, timed bool, now time.Time) {
 	rtt := now.Sub(p.start)
 	if l.breaker != nil {
 		l.breakerLearn(p, o, now)
 	}
-	if o == OutcomeIgnore || l.fixed || p.start.IsZero() {
+	if o == OutcomeIgnore || !timed || l.fixed || p.start.IsZero() {
 		return
 	}
 	if l.mean == 0 {
@@ -599,7 +620,7 @@ func (l *Limiter) fill(now time.Time) {
 	for l.head != nil {
 		w := l.head
 		if l.lifo(now) {
-			w = l.byEnd[0]
+			w = l.orderFirst()
 		}
 		if !w.lastStart.IsZero() && !now.Before(w.lastStart) {
 			l.decide(w, LimitQueueTimeout)
@@ -645,9 +666,7 @@ func (l *Limiter) push(w *waiter, now time.Time) {
 		l.tail.next, w.prev = w, l.tail
 	}
 	l.tail = w
-	w.idx = len(l.byEnd)
-	l.byEnd = append(l.byEnd, w)
-	l.up(w.idx)
+	l.orderInsert(w)
 	l.queued.Add(1)
 }
 
@@ -663,16 +682,7 @@ func (l *Limiter) remove(w *waiter) {
 		l.tail = w.prev
 	}
 	w.prev, w.next = nil, nil
-	i, last := w.idx, len(l.byEnd)-1
-	if i != last {
-		l.swap(i, last)
-	}
-	l.byEnd[last] = nil
-	l.byEnd = l.byEnd[:last]
-	if i != last {
-		l.down(i)
-		l.up(i)
-	}
+	l.orderRemove(w)
 	l.queued.Add(-1)
 }
 
@@ -687,52 +697,6 @@ func priority(end time.Time, need time.Duration) time.Time {
 		return end
 	}
 	return end.Add(-2 * need)
-}
-
-// later orders the heap by key, the newest first on a tie.
-func (l *Limiter) later(i, j int) bool {
-	a, b := l.byEnd[i], l.byEnd[j]
-	switch {
-	case a.key.IsZero() || b.key.IsZero():
-		return !a.key.IsZero() && b.key.IsZero()
-	case a.key.Equal(b.key):
-		return false
-	}
-	return a.key.After(b.key)
-}
-
-func (l *Limiter) swap(i, j int) {
-	l.byEnd[i], l.byEnd[j] = l.byEnd[j], l.byEnd[i]
-	l.byEnd[i].idx, l.byEnd[j].idx = i, j
-}
-
-func (l *Limiter) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !l.later(i, p) {
-			return
-		}
-		l.swap(i, p)
-		i = p
-	}
-}
-
-func (l *Limiter) down(i int) {
-	n := len(l.byEnd)
-	for {
-		c := 2*i + 1
-		if c >= n {
-			return
-		}
-		if c+1 < n && l.later(c+1, c) {
-			c++
-		}
-		if !l.later(c, i) {
-			return
-		}
-		l.swap(i, c)
-		i = c
-	}
 }
 
 // refuse builds a refusal.

@@ -3,7 +3,9 @@ package deadline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
@@ -497,4 +499,117 @@ func FuzzLimiterConfig(f *testing.F) {
 		running, _ := l.Len()
 		require.Zero(t, running)
 	})
+}
+
+// TestLimiterErrorAnswersDoNotTeachLatency is the regression test of the
+// collapse the overload bench found (two routes behind the server's
+// admission): a downstream that refuses a burst of calls at once (its own
+// refusal, an overload answer) must not teach the route's latency. It once
+// did: the route's baseline fell to the refusals' latency (nothing), every
+// real call after them looked queued a thousandfold, the limit was halved
+// every window, and the baseline, which rises 1 % a window, took minutes to
+// come back, with the limit at a handful of calls meanwhile.
+func TestLimiterErrorAnswersDoNotTeachLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t)
+		errRefused := errors.New("refused by the downstream's admission")
+		var refuse bool
+		var mu sync.Mutex
+		p := deadline.Policy{Name: "slow", MaxAttempts: 1, Limiter: l}
+		op := func(ctx context.Context, _ deadline.AttemptInfo) (string, error) {
+			mu.Lock()
+			r := refuse
+			mu.Unlock()
+			if r {
+				if time.Now().UnixNano()/int64(time.Millisecond)%2 == 0 {
+					return "", errRefused // an error of its own: not retryable
+				}
+				return "", deadline.Overloaded(errRefused)
+			}
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return "ok", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		// 200 calls a second of 200ms: 40 in flight.
+		run := func(dur time.Duration) (good int) {
+			var wg sync.WaitGroup
+			var gmu sync.Mutex
+			for end := time.Now().Add(dur); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				wg.Go(func() {
+					if _, err := deadline.Do(context.Background(), deadline.New(time.Second), p, op); err == nil {
+						gmu.Lock()
+						good++
+						gmu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			return good
+		}
+		run(3 * time.Second)
+		require.GreaterOrEqual(t, l.Limit(), 40, "the limit follows the demand")
+		mu.Lock()
+		refuse = true
+		mu.Unlock()
+		run(time.Second)
+		mu.Lock()
+		refuse = false
+		mu.Unlock()
+		run(time.Second) // the limit may adjust; it must not collapse
+		good := run(2 * time.Second)
+		assert.GreaterOrEqual(t, l.Limit(), 40, "refusals answered at once say nothing of the route's latency")
+		assert.Greater(t, good, 350, "400 calls of which nearly all are served")
+	})
+}
+
+// BenchmarkLimiterPlaceDeepQueue measures how a newcomer is placed in a
+// queue of n waiting calls in the overloaded order (the calls served before
+// it counted, for the wait its place implies): admission's backlog at 10×
+// overload holds about 1 600. The newcomer's context has ended, so it is
+// refused once placed and the queue stays as it is.
+func BenchmarkLimiterPlaceDeepQueue(b *testing.B) {
+	for _, n := range []int{16, 1600, 16000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			l, err := deadline.NewLimiter(deadline.WithFixedLimit(1), deadline.WithBacklog(n+1))
+			require.NoError(b, err)
+			held, ok := l.TryAcquire("r")
+			require.True(b, ok)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			now := time.Now()
+			rng := rand.New(rand.NewPCG(1, 2))
+			for range n {
+				end := now.Add(time.Minute + time.Duration(rng.Int64N(int64(time.Minute))))
+				wg.Go(func() { _, _ = l.Acquire(ctx, "r", end, 0) })
+			}
+			for {
+				if _, w := l.Len(); w == n {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(deadline.LIFOAfter + 10*time.Millisecond) // the overloaded order
+			gone, stop := context.WithCancel(context.Background())
+			stop()
+			ends := make([]time.Time, 1024)
+			for i := range ends {
+				ends[i] = now.Add(time.Minute + time.Duration(rng.Int64N(int64(time.Minute))))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := l.Acquire(gone, "r", ends[i%len(ends)], 0); err == nil {
+					b.Fatal("placed a call whose context had ended")
+				}
+				i++
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			held.Done(deadline.OutcomeSuccess)
+		})
+	}
 }
