@@ -147,9 +147,13 @@ func TestOpAMPServesCeilings(t *testing.T) {
 	assert.Len(t, polling.got(), 2)
 	assert.Empty(t, other.got(), "search has no ceilings yet")
 
-	// An invalid set is not served.
+	// An invalid set is not served: it is refused before it is kept, so
+	// no agent can be sent it.
 	x.PublishCeilings(ceilingsFor("search", -1))
-	time.Sleep(100 * time.Millisecond)
+	x.mu.Lock()
+	_, kept := x.services["search"]
+	x.mu.Unlock()
+	assert.False(t, kept, "an invalid set is not kept for serving")
 	assert.Empty(t, other.got())
 }
 
