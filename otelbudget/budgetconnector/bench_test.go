@@ -109,8 +109,7 @@ func BenchmarkBytesPerKey(b *testing.B) {
 							ended = deadline.EndedAttemptTimeout
 						}
 						at := t0.Add(time.Duration(i) * time.Millisecond)
-						e.total.add(ended, d, at)
-						e.pending.add(ended, d, at)
+						e.add(s.cur, ended, d, at)
 					}
 					e.pending.reset() // exported: the memory stays for the next delta
 				}

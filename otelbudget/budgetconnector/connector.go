@@ -38,11 +38,13 @@ const (
 	outType
 	outNotRecorded
 	outBadDuration
+	outNameTooLong
+	outFutureEnd
 	outRejected // a point refused
 	nOutcomes
 )
 
-var outcomeNames = [nOutcomes]string{"accepted", "not_attempt", "unnamed_step", "attribute_type", "not_recorded", "bad_duration", "rejected"}
+var outcomeNames = [nOutcomes]string{"accepted", "not_attempt", "unnamed_step", "attribute_type", "not_recorded", "bad_duration", "name_too_long", "future_end", "rejected"}
 
 // budgetConnector is one connector instance, shared by its traces and
 // metrics pipelines.
@@ -51,17 +53,21 @@ type budgetConnector struct {
 	logger  *zap.Logger
 	next    consumer.Metrics
 	release func()
-	now     func() time.Time
+	clock   clock
 
-	mu         sync.Mutex
-	store      *store
-	spans      [nOutcomes]uint64 // by outcome
-	points     [2]uint64         // accepted, rejected
-	inconsist  uint64
-	lastExport time.Time
-	started    time.Time
-	scratch    learn.Histogram
-	lookup     spanAttrs
+	mu          sync.Mutex
+	store       *store
+	spans       [nOutcomes]uint64 // by outcome
+	points      [2]uint64         // accepted, rejected
+	refusedKeys uint64            // keys whose points of one export were refused
+	lastExport  time.Time
+	lastRotate  time.Time
+	started     time.Time
+	scratch     learn.Histogram // check's, under mu
+	lookup      spanAttrs
+
+	exportMu      sync.Mutex      // one export at a time
+	exportScratch learn.Histogram // the export's, under exportMu
 
 	life      sync.Mutex // Start, Shutdown
 	refs      int
@@ -76,9 +82,8 @@ var (
 )
 
 func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics, release func()) *budgetConnector {
-	now := time.Now()
-	return &budgetConnector{cfg: cfg, logger: set.Logger, next: next, release: release, now: time.Now,
-		store: newStore(cfg.MaxKeys), lastExport: now, started: now}
+	return &budgetConnector{cfg: cfg, logger: set.Logger, next: next, release: release, clock: wallClock{},
+		store: newStore(cfg.MaxKeys)}
 }
 
 // Capabilities: the connector reads its input and does not change it.
@@ -112,6 +117,10 @@ func (c *budgetConnector) Start(_ context.Context, host component.Host) error {
 		}
 		c.publisher = p
 	}
+	c.mu.Lock()
+	now := c.now()
+	c.lastExport, c.lastRotate, c.started = now, now, now
+	c.mu.Unlock()
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	go c.loop(c.stop, c.done)
 	return nil
@@ -143,15 +152,39 @@ func (c *budgetConnector) Shutdown(ctx context.Context) error {
 	return c.export(ctx)
 }
 
+// clock is the connector's time: the wall clock in a Collector; a test
+// injects its own, so that the export loop is driven without real time.
+type clock interface {
+	Now() time.Time
+	// Ticker returns a channel that receives every d, and its stop.
+	Ticker(d time.Duration) (<-chan time.Time, func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Ticker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+func (c *budgetConnector) now() time.Time { return c.clock.Now() }
+
 func (c *budgetConnector) loop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(c.cfg.ExportInterval)
-	defer t.Stop()
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("deadlinebudget: the export loop panicked; exports stop until the Collector restarts", zap.Any("panic", r), zap.Stack("stack"))
+		}
+	}()
+	tick, stopTicker := c.clock.Ticker(c.cfg.ExportInterval)
+	defer stopTicker()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-tick:
 			if err := c.export(context.Background()); err != nil {
 				c.logger.Warn("deadlinebudget: export failed", zap.Error(err))
 			}
@@ -196,10 +229,16 @@ func (c *budgetConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) err
 	defer c.mu.Unlock()
 	rss := td.ResourceSpans()
 	var last *entry
+	maxLen := c.cfg.MaxNameLength
+	latest := c.now().Add(c.cfg.MaxClockSkew)
 	for i := range rss.Len() {
 		rs := rss.At(i)
 		svc := serviceName(rs.Resource())
 		last = nil
+		if len(svc) > maxLen {
+			c.spans[outNameTooLong] += uint64(spanCount(rs))
+			continue
+		}
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
@@ -211,19 +250,36 @@ func (c *budgetConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) err
 					c.spans[outcomeOf(err)]++
 					continue
 				}
+				switch {
+				case len(s.Step) > maxLen:
+					c.spans[outNameTooLong]++
+					continue
+				case s.End.After(latest):
+					c.spans[outFutureEnd]++
+					continue
+				}
 				c.spans[outAccepted]++
 				e := last
 				if e == nil || e.key.step != s.Step {
 					e = c.store.get(key{svc, s.Step})
 					last = e
 				}
-				e.total.add(s.EndedBy, s.Duration, s.End)
-				e.pending.add(s.EndedBy, s.Duration, s.End)
+				e.add(c.store.cur, s.EndedBy, s.Duration, s.End)
 			}
 		}
 	}
 	c.lookup.m = pcommon.Map{}
 	return nil
+}
+
+// spanCount is the number of spans of a resource.
+func spanCount(rs ptrace.ResourceSpans) int {
+	n := 0
+	sss := rs.ScopeSpans()
+	for j := range sss.Len() {
+		n += sss.At(j).Spans().Len()
+	}
+	return n
 }
 
 // outcomeOf maps a ReadAttemptSample error to its outcome.
@@ -243,22 +299,16 @@ func outcomeOf(err error) int {
 
 // ConsumeMetrics merges the connector's own data metrics (another
 // instance's export: the merge tier) into the keys; every other metric is
-// ignored, and a point of ours that is not what the connector exports is
-// refused and counted.
+// ignored. A key's points in one resource (one export of one service) are
+// validated and applied together, or refused together and counted
+// (mergeResource): a stray or partial point set never reaches a key.
 func (c *budgetConnector) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rms := md.ResourceMetrics()
 	for i := range rms.Len() {
 		rm := rms.At(i)
-		svc := serviceName(rm.Resource())
-		sms := rm.ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				c.mergeMetric(svc, ms.At(k))
-			}
-		}
+		c.mergeResource(serviceName(rm.Resource()), rm.ScopeMetrics())
 	}
 	return nil
 }

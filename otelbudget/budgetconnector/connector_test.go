@@ -2,6 +2,8 @@ package budgetconnector
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,7 +144,7 @@ func TestMergeExact(t *testing.T) {
 	plan := []PlanConfig{{Name: "checkout", Service: "checkout", Steps: []PlanStep{{Step: "search", MaxAttempts: 2}, {Step: "fetch", MaxAttempts: 3, Floor: 20 * time.Millisecond}}}}
 	cfg := func() *Config {
 		c := NewFactory().CreateDefaultConfig().(*Config)
-		c.ExportInterval, c.Plans = time.Hour, plan
+		c.ExportInterval, c.Window, c.Plans = time.Hour, 4*time.Hour, plan
 		c.Suggest.Quantile = 0.9 // fetch's p99 is hidden by its ceiling
 		return c
 	}
@@ -214,7 +216,7 @@ func planGauge(md pmetric.Metrics, name string) float64 {
 func TestBadInput(t *testing.T) {
 	sink := new(consumertest.MetricsSink)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	cfg.ExportInterval, cfg.MaxKeys = time.Hour, 3
+	cfg.ExportInterval, cfg.Window, cfg.MaxKeys = time.Hour, 4*time.Hour, 3
 	c := newTestConnector(t, cfg, sink)
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -227,17 +229,26 @@ func TestBadInput(t *testing.T) {
 		require.NoError(t, sp.Attributes().FromRaw(attrs))
 	}
 	step, ended := string(otelbudget.AttrStep), string(otelbudget.AttrAttemptEndedBy)
-	add(time.Millisecond, map[string]any{"http.request.method": "GET"})            // not ours
-	add(time.Millisecond, map[string]any{step: "fetch", "deadline.verdict": "ok"}) // a call span
-	add(time.Millisecond, map[string]any{step: "", ended: "completed"})            // unnamed
-	add(time.Millisecond, map[string]any{step: 7, ended: "completed"})             // wrong type
-	add(time.Millisecond, map[string]any{step: "fetch", ended: "canceled"})        // not recorded
-	add(-time.Millisecond, map[string]any{step: "fetch", ended: "completed"})      // negative
-	add(25*time.Hour, map[string]any{step: "fetch", ended: "completed"})           // absurd
-	add(time.Millisecond, map[string]any{step: "fetch", ended: "completed"})       // accepted
-	for i := range 5 {                                                             // a step per request
+	add(time.Millisecond, map[string]any{"http.request.method": "GET"})                                                                       // not ours
+	add(time.Millisecond, map[string]any{step: "fetch", "deadline.verdict": "ok"})                                                            // a call span
+	add(time.Millisecond, map[string]any{step: "", ended: "completed"})                                                                       // unnamed
+	add(time.Millisecond, map[string]any{step: 7, ended: "completed"})                                                                        // wrong type
+	add(time.Millisecond, map[string]any{step: "fetch", ended: "canceled"})                                                                   // not recorded
+	add(-time.Millisecond, map[string]any{step: "fetch", ended: "completed"})                                                                 // negative
+	add(25*time.Hour, map[string]any{step: "fetch", ended: "completed"})                                                                      // absurd
+	add(time.Millisecond, map[string]any{step: "fetch", ended: "completed"})                                                                  // accepted
+	add(time.Millisecond, map[string]any{step: "fetch", ended: "attempt_timeout", string(otelbudget.AttrAttemptGrantedMs): int64(1<<58 + 1)}) // a wrapping grant
+	add(time.Millisecond, map[string]any{step: strings.Repeat("s", 1<<20), ended: "completed"})                                               // a 1 MiB step
+	future := spans.AppendEmpty()                                                                                                             // ends after now + max_clock_skew
+	future.SetStartTimestamp(pcommon.NewTimestampFromTime(t0.Add(48 * time.Hour)))
+	future.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(48*time.Hour + time.Millisecond)))
+	require.NoError(t, future.Attributes().FromRaw(map[string]any{step: "fetch", ended: "completed"}))
+	for i := range 5 { // a step per request
 		add(time.Millisecond, map[string]any{step: "minted-" + string(rune('a'+i)), ended: "completed"})
 	}
+	long := td.ResourceSpans().AppendEmpty() // a 1 MiB service.name: its spans dropped
+	long.Resource().Attributes().PutStr("service.name", strings.Repeat("x", 1<<20))
+	require.NoError(t, long.ScopeSpans().AppendEmpty().Spans().AppendEmpty().Attributes().FromRaw(map[string]any{step: "fetch", ended: "completed"}))
 	require.NoError(t, c.ConsumeTraces(context.Background(), td))
 
 	// Metrics of ours that are not what the connector exports are refused.
@@ -268,7 +279,8 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, c.ConsumeMetrics(context.Background(), md))
 
 	out := exportOnce(t, c, sink)
-	assert.Equal(t, map[string]int64{"accepted": 6, "not_attempt": 2, "unnamed_step": 1, "attribute_type": 1, "not_recorded": 1, "bad_duration": 2}, counter(out, MetricSpans))
+	assert.Equal(t, map[string]int64{"accepted": 6, "not_attempt": 2, "unnamed_step": 1, "attribute_type": 1, "not_recorded": 1, "bad_duration": 3,
+		"name_too_long": 2, "future_end": 1}, counter(out, MetricSpans))
 	assert.Equal(t, map[string]int64{"accepted": 0, "rejected": 3}, counter(out, MetricPoints))
 	assert.Equal(t, map[string]int64{"": 3}, counter(out, MetricEvicted), "fetch and 5 minted steps in 3 keys")
 	assert.Equal(t, map[string]int64{"": 3}, counter(out, MetricKeys))
@@ -318,19 +330,134 @@ type nopComponent struct{}
 func (nopComponent) Start(context.Context, component.Host) error { return nil }
 func (nopComponent) Shutdown(context.Context) error              { return nil }
 
-// The export loop runs on its own at the configured interval.
+// The export loop exports at each tick of the connector's clock (injected:
+// no real time passes in the test).
 func TestExportLoop(t *testing.T) {
 	sink := new(consumertest.MetricsSink)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	cfg.ExportInterval = 20 * time.Millisecond
-	c := newTestConnector(t, cfg, sink)
+	clk := newFakeClock(t0.Add(time.Hour))
+	c := newTestConnectorAt(t, cfg, sink, clk)
 	require.NoError(t, c.ConsumeTraces(context.Background(), tracesOf(genSamples(300, 3))))
-	require.Eventually(t, func() bool {
-		for _, md := range sink.AllMetrics() {
-			if len(gauges(md, MetricSamples)) == 3 {
-				return true
+	clk.Add(cfg.ExportInterval)
+	clk.tick <- clk.Now()
+	clk.tick <- clk.Now() // received once the first export is done
+	all := sink.AllMetrics()
+	require.NotEmpty(t, all, "the first tick's export is in")
+	assert.Len(t, gauges(all[0], MetricSamples), 3)
+	assert.Len(t, gauges(all[0], MetricFirst), 3, "with the deltas")
+}
+
+// A key's points in one export are applied together or refused together:
+// a stray count without its histograms, a histogram at another scale, an
+// export that lacks one of its metrics, a last_sample of MaxInt64 ms, a
+// 1 MiB name, a duplicate point: each refuses the key's points of that
+// export (counted), changes nothing, and is not exported again; the key
+// takes the next consistent export as if the bad ones never came.
+func TestMergeRefusesPartialKeys(t *testing.T) {
+	ctx := context.Background()
+	var samples []sample // one key, checkout's fetch, whose points the hostile exports break
+	for _, s := range genSamples(9000, 4) {
+		if s.step == "fetch" {
+			samples = append(samples, s)
+		}
+	}
+	agentSink, gwSink, refSink := new(consumertest.MetricsSink), new(consumertest.MetricsSink), new(consumertest.MetricsSink)
+	cfg := func() *Config {
+		c := NewFactory().CreateDefaultConfig().(*Config)
+		c.ExportInterval, c.Window = time.Hour, 4*time.Hour
+		c.Suggest.Quantile = 0.9 // fetch's p99 is hidden by its ceiling
+		return c
+	}
+	agent := newTestConnector(t, cfg(), agentSink)
+	require.NoError(t, agent.ConsumeTraces(ctx, tracesOf(samples)))
+	good := exportOnce(t, agent, agentSink)
+	gateway := newTestConnector(t, cfg(), gwSink)
+
+	stepAttr := string(otelbudget.AttrStep)
+	// mutate returns a copy of good with f applied to each of checkout's
+	// metrics of the given name.
+	mutate := func(name string, f func(ms pmetric.MetricSlice, i int)) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		good.CopyTo(md)
+		rms := md.ResourceMetrics()
+		for i := range rms.Len() {
+			if serviceName(rms.At(i).Resource()) != "checkout" {
+				continue
+			}
+			ms := rms.At(i).ScopeMetrics().At(0).Metrics()
+			for k := ms.Len() - 1; k >= 0; k-- {
+				if ms.At(k).Name() == name {
+					f(ms, k)
+				}
 			}
 		}
-		return false
-	}, 10*time.Second, 10*time.Millisecond)
+		return md
+	}
+	stray := pmetric.NewMetrics()
+	rm := stray.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("service.name", "checkout")
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName(MetricAttempts)
+	m.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	dp := m.Sum().DataPoints().AppendEmpty()
+	dp.Attributes().PutStr(stepAttr, "fetch")
+	dp.Attributes().PutStr(string(otelbudget.AttrAttemptEndedBy), "completed")
+	dp.SetIntValue(1)
+
+	longName := pmetric.NewMetrics()
+	good.CopyTo(longName)
+	longName.ResourceMetrics().At(0).Resource().Attributes().PutStr("service.name", strings.Repeat("x", 1<<20))
+
+	hostile := []struct {
+		name string
+		md   pmetric.Metrics
+	}{
+		{"a stray attempts point", stray},
+		{"a histogram at scale 3", mutate(MetricCensored, func(ms pmetric.MetricSlice, i int) {
+			dps := ms.At(i).ExponentialHistogram().DataPoints()
+			for p := range dps.Len() {
+				dps.At(p).SetScale(3)
+			}
+		})},
+		{"an export without last_sample", mutate(MetricLast, func(ms pmetric.MetricSlice, i int) {
+			ms.RemoveIf(func(m pmetric.Metric) bool { return m.Name() == MetricLast })
+		})},
+		{"last_sample MaxInt64 ms", mutate(MetricLast, func(ms pmetric.MetricSlice, i int) {
+			dps := ms.At(i).Gauge().DataPoints()
+			for p := range dps.Len() {
+				dps.At(p).SetIntValue(math.MaxInt64)
+			}
+		})},
+		{"counts that do not add up", mutate(MetricAttempts, func(ms pmetric.MetricSlice, i int) {
+			dps := ms.At(i).Sum().DataPoints()
+			dps.At(0).SetIntValue(dps.At(0).IntValue() + 1)
+		})},
+		{"a histogram twice", mutate(MetricCompleted, func(ms pmetric.MetricSlice, i int) {
+			ms.At(i).ExponentialHistogram().DataPoints().At(0).CopyTo(ms.At(i).ExponentialHistogram().DataPoints().AppendEmpty())
+		})},
+		{"a 1 MiB service.name", longName},
+	}
+	for _, h := range hostile {
+		require.NoError(t, gateway.ConsumeMetrics(ctx, h.md), h.name)
+		assert.Empty(t, histograms(t, gateway), h.name)
+	}
+	out := exportOnce(t, gateway, gwSink)
+	assert.Empty(t, gauges(out, MetricFirst), "nothing refused is exported again")
+	assert.Positive(t, counter(out, MetricPoints)["rejected"])
+	assert.Equal(t, int64(0), counter(out, MetricPoints)["accepted"])
+	refused := counter(out, MetricRefusedKeys)[""]
+	assert.GreaterOrEqual(t, refused, int64(len(hostile)), "each hostile export refused at least one key")
+	t.Logf("points rejected %d, keys refused %d", counter(out, MetricPoints)["rejected"], refused)
+
+	// The next consistent export is taken whole: the gateway holds what one
+	// connector with the spans holds, and publishes its ceilings.
+	require.NoError(t, gateway.ConsumeMetrics(ctx, good))
+	ref := newTestConnector(t, cfg(), refSink)
+	require.NoError(t, ref.ConsumeTraces(ctx, tracesOf(samples)))
+	got, want := histograms(t, gateway), histograms(t, ref)
+	requireSameHists(t, want, got)
+	gw, r := exportOnce(t, gateway, gwSink), exportOnce(t, ref, refSink)
+	require.NotEmpty(t, gauges(r, MetricCeiling))
+	assert.Equal(t, gauges(r, MetricCeiling), gauges(gw, MetricCeiling))
+	assert.Equal(t, gauges(r, MetricWindowEnd), gauges(gw, MetricWindowEnd))
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
@@ -31,7 +32,10 @@ var endedOrder = [...]deadline.EndedBy{deadline.EndedCompleted, deadline.EndedEr
 // export builds the metrics (the delta of every key with new attempts,
 // the suggestions of every key, the connector's own counts), resets the
 // deltas, sends the metrics on and publishes each service's ceilings.
+// Exports run one at a time.
 func (c *budgetConnector) export(ctx context.Context) error {
+	c.exportMu.Lock()
+	defer c.exportMu.Unlock()
 	md, ceilings := c.collect()
 	var err error
 	if md.DataPointCount() > 0 {
@@ -45,31 +49,72 @@ func (c *budgetConnector) export(ctx context.Context) error {
 	return err
 }
 
-// collect is export's part under the lock.
-func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
+// keySnap is one key as an export reads it: its delta (moved out of the
+// entry) and the sum of its window.
+type keySnap struct {
+	key           key
+	delta, window hist
+}
+
+// snapshot is export's part under the lock: it moves each key's delta out,
+// sums its window, and starts the window's next slot when its time is up.
+// The suggestions are computed from the snapshot without the lock, so that
+// ingestion waits only for this copy.
+func (c *budgetConnector) snapshot() (snaps []keySnap, counts selfCounts, start, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
-	start, ts := pcommon.NewTimestampFromTime(c.lastExport), pcommon.NewTimestampFromTime(now)
-	c.lastExport = now
+	now = c.now()
+	start, c.lastExport = c.lastExport, now
+	snaps = make([]keySnap, 0, len(c.store.entries))
+	for k, e := range c.store.entries {
+		snaps = append(snaps, keySnap{key: k})
+		ks := &snaps[len(snaps)-1]
+		ks.delta, e.pending = e.pending, hist{}
+		e.sum(&ks.window)
+	}
+	slot := c.cfg.Window / windowSlots
+	for n := 0; n < windowSlots && now.Sub(c.lastRotate) >= slot; n++ {
+		c.store.rotate()
+		c.lastRotate = c.lastRotate.Add(slot)
+	}
+	if now.Sub(c.lastRotate) >= slot {
+		c.lastRotate = now
+	}
+	counts = selfCounts{spans: c.spans, points: c.points, refusedKeys: c.refusedKeys,
+		evicted: c.store.evicted, expired: c.store.expired, keys: len(c.store.entries)}
+	return snaps, counts, start, now
+}
+
+// selfCounts are the connector's own counters at an export.
+type selfCounts struct {
+	spans                         [nOutcomes]uint64
+	points                        [2]uint64
+	refusedKeys, evicted, expired uint64
+	keys                          int
+}
+
+// collect builds an export's metrics and ceilings from a snapshot.
+func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
+	snaps, counts, startT, now := c.snapshot()
+	start, ts := pcommon.NewTimestampFromTime(startT), pcommon.NewTimestampFromTime(now)
 	opts := c.cfg.Suggest.options()
 
 	// Keys by service, services and steps sorted: a stable output.
-	bySvc := map[string][]*entry{}
-	for k, e := range c.store.entries {
-		bySvc[k.service] = append(bySvc[k.service], e)
-	}
-	services := make([]string, 0, len(bySvc))
-	for s := range bySvc {
-		services = append(services, s)
-	}
-	sort.Strings(services)
+	sort.Slice(snaps, func(i, j int) bool {
+		if snaps[i].key.service != snaps[j].key.service {
+			return snaps[i].key.service < snaps[j].key.service
+		}
+		return snaps[i].key.step < snaps[j].key.step
+	})
 
 	md := pmetric.NewMetrics()
 	var ceilings []budgetopamp.Ceilings
-	for _, svc := range services {
-		entries := bySvc[svc]
-		sort.Slice(entries, func(i, j int) bool { return entries[i].key.step < entries[j].key.step })
+	for lo := 0; lo < len(snaps); {
+		svc := snaps[lo].key.service
+		hi := lo
+		for hi < len(snaps) && snaps[hi].key.service == svc {
+			hi++
+		}
 		rm := md.ResourceMetrics().AppendEmpty()
 		rm.Resource().Attributes().PutStr("service.name", svc)
 		sm := rm.ScopeMetrics().AppendEmpty()
@@ -86,19 +131,23 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 				}
 			}
 		}
-		for _, e := range entries {
-			step := e.key.step
-			if e.pending.samples() > 0 {
-				m.delta(step, &e.pending)
-				e.pending.reset()
+		for i := lo; i < hi; i++ {
+			ks := &snaps[i]
+			step := ks.key.step
+			if ks.delta.samples() > 0 {
+				m.delta(step, &ks.delta)
 			}
-			if err := e.total.histogram(&c.scratch); err != nil {
-				c.inconsist++
+			if ks.window.samples() == 0 {
 				continue
 			}
-			h := &c.scratch
+			h := &c.exportScratch
+			if err := ks.window.histogram(h); err != nil {
+				// Never: every part of a key is applied validated.
+				c.logger.Error("deadlinebudget: a key's window does not add up", zap.String("deadline.step", truncate(step)), zap.Error(err))
+				continue
+			}
 			if inPlan[step] {
-				cp := c.scratch
+				cp := *h
 				sugs[step] = &cp
 			}
 			s, err := learn.Suggest(step, h, opts)
@@ -120,8 +169,9 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 			}
 		}
 		ceilings = append(ceilings, cl)
+		lo = hi
 	}
-	c.self(md, ts)
+	c.self(md, ts, &counts)
 	return md, ceilings
 }
 
@@ -129,7 +179,7 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // self appends the connector's own counters, under a resource without
 // service.name.
-func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp) {
+func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp, n *selfCounts) {
 	rm := md.ResourceMetrics().AppendEmpty()
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(ScopeName)
@@ -155,19 +205,19 @@ func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp) {
 	}
 	spans := counter(MetricSpans, "{span}")
 	for o := range outRejected {
-		point(spans, c.spans[o], outcomeNames[o])
+		point(spans, n.spans[o], outcomeNames[o])
 	}
 	pts := counter(MetricPoints, "{point}")
-	point(pts, c.points[0], outcomeNames[outAccepted])
-	point(pts, c.points[1], outcomeNames[outRejected])
-	point(counter(MetricEvicted, "{key}"), c.store.evicted, "")
-	point(counter(MetricInconsistent, "{key}"), c.inconsist, "")
+	point(pts, n.points[0], outcomeNames[outAccepted])
+	point(pts, n.points[1], outcomeNames[outRejected])
+	point(counter(MetricEvicted, "{key}"), n.evicted, "")
+	point(counter(MetricRefusedKeys, "{key}"), n.refusedKeys, "")
 	g := sm.Metrics().AppendEmpty()
 	g.SetName(MetricKeys)
 	g.SetUnit("{key}")
 	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(ts)
-	dp.SetIntValue(int64(len(c.store.entries)))
+	dp.SetIntValue(int64(n.keys))
 }
 
 // metricSet appends one service's metrics, each created at first use.

@@ -33,7 +33,8 @@ func NewFactory() connector.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{ExportInterval: DefaultExportInterval, MaxKeys: DefaultMaxKeys}
+	return &Config{ExportInterval: DefaultExportInterval, MaxKeys: DefaultMaxKeys, Window: DefaultWindow,
+		MaxNameLength: DefaultMaxNameLength, MaxClockSkew: DefaultMaxClockSkew}
 }
 
 // factory holds the instances by ID, so that a connector in a traces and a

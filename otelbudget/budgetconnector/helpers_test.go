@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,14 +108,45 @@ func learnOf(samples []sample) map[key]*learn.Histogram {
 	return out
 }
 
+// fakeClock is a test's clock: Now is set by hand, Tick sends a tick to
+// the export loop.
+type fakeClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick chan time.Time
+}
+
+func newFakeClock(now time.Time) *fakeClock { return &fakeClock{now: now, tick: make(chan time.Time)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Add(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+func (f *fakeClock) Ticker(time.Duration) (<-chan time.Time, func()) { return f.tick, func() {} }
+
 // newTestConnector creates a started connector whose exports go to sink;
-// it is shut down at the end of the test.
+// it is shut down at the end of the test. Its clock is a fakeClock at a
+// day after t0.
 func newTestConnector(t *testing.T, cfg *Config, sink *consumertest.MetricsSink) *budgetConnector {
+	t.Helper()
+	return newTestConnectorAt(t, cfg, sink, newFakeClock(t0.Add(24*time.Hour)))
+}
+
+// newTestConnectorAt is newTestConnector with the clock clk.
+func newTestConnectorAt(t *testing.T, cfg *Config, sink *consumertest.MetricsSink, clk clock) *budgetConnector {
 	t.Helper()
 	f := NewFactory()
 	if cfg == nil {
 		cfg = f.CreateDefaultConfig().(*Config)
-		cfg.ExportInterval = time.Hour // exports by hand
+		cfg.ExportInterval, cfg.Window = time.Hour, 4*time.Hour // exports by hand
 	}
 	require.NoError(t, cfg.Validate())
 	set := connectortest.NewNopSettings(componentType)
@@ -124,6 +156,7 @@ func newTestConnector(t *testing.T, cfg *Config, sink *consumertest.MetricsSink)
 	mc, err := f.CreateMetricsToMetrics(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
 	require.Same(t, tc, mc, "one instance for both pipelines")
+	tc.(*budgetConnector).clock = clk
 	require.NoError(t, tc.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, mc.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {
@@ -141,7 +174,9 @@ func histograms(t *testing.T, c *budgetConnector) map[key]*learn.Histogram {
 	out := map[key]*learn.Histogram{}
 	for k, e := range c.store.entries {
 		h := &learn.Histogram{}
-		require.NoError(t, e.total.histogram(h), "%v", k)
+		var w hist
+		e.sum(&w)
+		require.NoError(t, w.histogram(h), "%v", k)
 		out[k] = h
 	}
 	return out

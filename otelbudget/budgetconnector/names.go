@@ -61,7 +61,10 @@ const (
 	// deadline.fleet.outcome: accepted, not_attempt (no deadline.step and
 	// deadline.attempt.ended_by: not ours), unnamed_step, attribute_type,
 	// not_recorded (canceled, panic, hedge_lost), bad_duration (negative
-	// or above 24h: dropped). Cumulative sum, unit {span}.
+	// or above 24h, a grant out of that range: dropped), name_too_long
+	// (service.name or deadline.step longer than max_name_length),
+	// future_end (an end after now + max_clock_skew). Cumulative sum,
+	// unit {span}.
 	MetricSpans = "deadline.fleet.connector.spans"
 	// MetricPoints counts the data points of the connector's own metrics
 	// it merged (deadline.fleet.outcome accepted) or refused (rejected:
@@ -73,11 +76,12 @@ const (
 	// MetricEvicted counts the keys evicted to stay within max_keys:
 	// cumulative sum, unit {key}.
 	MetricEvicted = "deadline.fleet.connector.keys.evicted"
-	// MetricInconsistent counts the keys whose suggestion was skipped at an
-	// export because their merged parts did not add up yet (a merge tier
-	// that received a point's histograms but not its counts): cumulative
-	// sum, unit {key}.
-	MetricInconsistent = "deadline.fleet.connector.keys.inconsistent"
+	// MetricRefusedKeys counts the keys whose points of one export the
+	// merge tier refused together (a part missing or twice, counts that do
+	// not add up to the histograms, a window after now + max_clock_skew, a
+	// name too long): cumulative sum, unit {key}. Their points are counted
+	// in MetricPoints (rejected).
+	MetricRefusedKeys = "deadline.fleet.connector.keys.refused"
 )
 
 // Attributes of the connector's metrics besides deadline.step and

@@ -2,6 +2,7 @@ package budgetconnector
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
@@ -169,17 +170,81 @@ func (h *hist) histogram(dst *learn.Histogram) error {
 	return dst.SetSeries(h.completed.series(), h.censored.series())
 }
 
+// merge adds o to h: learn.Histogram.Merge's rule on sparse series.
+func (h *hist) merge(o *hist) {
+	h.completed.merge(&o.completed)
+	h.censored.merge(&o.censored)
+	h.successes += o.successes
+	h.errors += o.errors
+	h.timeouts += o.timeouts
+	h.cuts += o.cuts
+	h.max = max(h.max, o.max)
+	h.maxCensored = max(h.maxCensored, o.maxCensored)
+	if o.first != 0 {
+		h.window(o.first, o.last)
+	}
+}
+
+// bytes is the memory h's buckets hold.
+func (h *hist) bytes() int { return 8 * (cap(h.completed.counts) + cap(h.censored.counts)) }
+
 // key is what the connector keeps histograms by.
 type key struct{ service, step string }
 
-// entry is one key's data: everything since the connector started
-// (total, which its suggestions rest on) and what arrived since the last
-// export (pending, the delta exported), in a list from the most recently
-// updated to the least.
+// entry is one key's data: its window, a ring of the last windowSlots
+// slots (ring[store.cur] is the slot being filled; the suggestions rest on
+// their sum), and what arrived since the last export (pending, the delta
+// exported), in a list from the most recently updated to the least.
 type entry struct {
-	key            key
-	total, pending hist
-	prev, next     *entry
+	key        key
+	pending    hist
+	ring       [windowSlots]hist
+	prev, next *entry
+}
+
+// windowSlots is the number of slots a window is kept in: the oldest slot
+// is dropped whole, so a suggestion rests on between (windowSlots-1)/windowSlots
+// of the window and the whole of it.
+const windowSlots = 4
+
+// add records one sample in the key's delta and its current slot.
+func (e *entry) add(cur int, ended deadline.EndedBy, d time.Duration, at time.Time) {
+	e.ring[cur].add(ended, d, at)
+	e.pending.add(ended, d, at)
+}
+
+// apply adds a validated delta (a merged point set) to the key's delta and
+// its current slot.
+func (e *entry) apply(cur int, d *hist) {
+	e.ring[cur].merge(d)
+	e.pending.merge(d)
+}
+
+// windowSamples is the number of attempts in the key's window.
+func (e *entry) windowSamples() uint64 {
+	var n uint64
+	for i := range e.ring {
+		n += e.ring[i].samples()
+	}
+	return n
+}
+
+// sum fills dst with the key's window: the sum of its slots.
+func (e *entry) sum(dst *hist) {
+	dst.reset()
+	for i := range e.ring {
+		dst.merge(&e.ring[i])
+	}
+}
+
+// bytes is the memory e holds: its struct and its buckets (its key's
+// strings are counted by the caller).
+func (e *entry) bytes() int {
+	n := int(unsafe.Sizeof(*e)) + e.pending.bytes()
+	for i := range e.ring {
+		n += e.ring[i].bytes()
+	}
+	return n
 }
 
 // store holds the entries, at most max of them: a new key past that
@@ -188,11 +253,28 @@ type store struct {
 	max     int
 	entries map[key]*entry
 	head    *entry // most recently updated; head.prev is the least
+	cur     int    // the ring slot being filled
 	evicted uint64
+	expired uint64
 }
 
 func newStore(maxKeys int) *store {
 	return &store{max: maxKeys, entries: map[key]*entry{}}
+}
+
+// rotate starts the next slot of every key's window, dropping the oldest
+// one; a key left with nothing in its window and no delta to export is
+// forgotten (counted in expired).
+func (s *store) rotate() {
+	s.cur = (s.cur + 1) % windowSlots
+	for k, e := range s.entries {
+		e.ring[s.cur].reset()
+		if e.pending.samples() == 0 && e.windowSamples() == 0 {
+			s.unlink(e)
+			delete(s.entries, k)
+			s.expired++
+		}
+	}
 }
 
 // get returns k's entry, created (evicting the least recently updated
