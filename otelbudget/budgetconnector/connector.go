@@ -68,6 +68,8 @@ type budgetConnector struct {
 
 	exportMu      sync.Mutex      // one export at a time
 	exportScratch learn.Histogram // the export's, under exportMu
+	windowFull    uint64          // deltas a window could not take (overflow), under exportMu
+	snaps         []keySnap       // the export's, under exportMu
 
 	life      sync.Mutex // Start, Shutdown
 	refs      int
@@ -264,7 +266,7 @@ func (c *budgetConnector) ConsumeTraces(_ context.Context, td ptrace.Traces) err
 					e = c.store.get(key{svc, s.Step})
 					last = e
 				}
-				e.add(c.store.cur, s.EndedBy, s.Duration, s.End)
+				e.add(s.EndedBy, s.Duration, s.End)
 			}
 		}
 	}

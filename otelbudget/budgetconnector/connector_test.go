@@ -461,3 +461,87 @@ func TestMergeRefusesPartialKeys(t *testing.T) {
 	assert.Equal(t, gauges(r, MetricCeiling), gauges(gw, MetricCeiling))
 	assert.Equal(t, gauges(r, MetricWindowEnd), gauges(gw, MetricWindowEnd))
 }
+
+// The window slides: each export's suggestions rest on the last slots
+// (here one export interval each), the oldest dropped whole, on one
+// connector and on a gateway merging two agents alike, bit for bit; a key
+// with nothing left in its window is forgotten.
+func TestWindowSlidesExactly(t *testing.T) {
+	ctx := context.Background()
+	cfg := func() *Config {
+		c := NewFactory().CreateDefaultConfig().(*Config)
+		c.ExportInterval, c.Window = time.Hour, 4*time.Hour
+		c.Suggest.Quantile = 0.9
+		return c
+	}
+	sinks := make([]*consumertest.MetricsSink, 4)
+	clocks := make([]*fakeClock, 4)
+	conns := make([]*budgetConnector, 4)
+	for i := range conns {
+		sinks[i], clocks[i] = new(consumertest.MetricsSink), newFakeClock(t0.Add(24*time.Hour))
+		conns[i] = newTestConnectorAt(t, cfg(), sinks[i], clocks[i])
+	}
+	one, agentA, agentB, gateway := conns[0], conns[1], conns[2], conns[3]
+	var phases [][]sample
+	for k := range 7 {
+		samples := genSamples(1500, uint64(10+k))
+		phases = append(phases, samples)
+		require.NoError(t, one.ConsumeTraces(ctx, tracesOf(samples)))
+		require.NoError(t, agentA.ConsumeTraces(ctx, tracesOf(samples[:700])))
+		require.NoError(t, agentB.ConsumeTraces(ctx, tracesOf(samples[700:])))
+		for _, clk := range clocks {
+			clk.Add(time.Hour)
+		}
+		require.NoError(t, gateway.ConsumeMetrics(ctx, exportOnce(t, agentA, sinks[1])))
+		require.NoError(t, gateway.ConsumeMetrics(ctx, exportOnce(t, agentB, sinks[2])))
+
+		requireSameHists(t, histograms(t, one), histograms(t, gateway))
+		ref, gw := exportOnce(t, one, sinks[0]), exportOnce(t, gateway, sinks[3])
+		// Each export starts a slot (its interval is the slot's length),
+		// dropping the oldest, and adds its delta to it: the last 4
+		// intervals remain.
+		var inWindow []sample
+		for _, p := range phases[max(0, k-3):] {
+			inWindow = append(inWindow, p...)
+		}
+		ceil := gauges(ref, MetricCeiling)
+		for kk, h := range learnOf(inWindow) {
+			s, err := learn.Suggest(kk.step, h, cfg().Suggest.options())
+			require.NoError(t, err)
+			assert.Equal(t, s.Ceiling.Seconds(), ceil[kk], "phase %d: %v", k, kk)
+		}
+		for _, name := range []string{MetricCeiling, MetricEstimate, MetricCensoredShare, MetricSamples, MetricWindowStart, MetricWindowEnd} {
+			assert.Equal(t, gauges(ref, name), gauges(gw, name), "phase %d: %s", k, name)
+		}
+		assert.Equal(t, float64(len(inWindow)), sumValues(gauges(ref, MetricSamples)), "phase %d", k)
+	}
+	// Nothing new for a whole window: every key is forgotten.
+	for range windowSlots {
+		for _, clk := range clocks {
+			clk.Add(time.Hour)
+		}
+		exportOnce(t, one, sinks[0])
+	}
+	assert.Empty(t, histograms(t, one))
+}
+
+func sumValues(m map[key]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// A key's memory, its window and its pending delta included, stays within
+// the stated bound (docs/fleet.md, "Bounds") in the worst case: durations
+// over learn's whole range in every slot and in the delta.
+func TestBytesPerKeyBound(t *testing.T) {
+	got := bytesPerKey(true)
+	// 5 series pairs (4 slots and the delta) of at most keptBuckets
+	// buckets, the entry, its map slot and its two names.
+	bound := float64(maxEntryBytes + 2*len("step-00000"))
+	t.Logf("worst case: %.0f B per key (bound %.0f B); log-normal: %.0f B", got, bound, bytesPerKey(false))
+	assert.LessOrEqual(t, got, bound)
+	assert.Greater(t, got, 0.8*bound, "the worst case is near the bound: the bound is not loose")
+}

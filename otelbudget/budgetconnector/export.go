@@ -50,28 +50,29 @@ func (c *budgetConnector) export(ctx context.Context) error {
 }
 
 // keySnap is one key as an export reads it: its delta (moved out of the
-// entry) and the sum of its window.
+// entry under the ingestion lock) and the entry, whose window only the
+// export writes.
 type keySnap struct {
-	key           key
-	delta, window hist
+	key   key
+	e     *entry
+	delta hist
 }
 
-// snapshot is export's part under the lock: it moves each key's delta out,
-// sums its window, and starts the window's next slot when its time is up.
-// The suggestions are computed from the snapshot without the lock, so that
-// ingestion waits only for this copy.
+// maxWindowSamples bounds the attempts of a key's window: a delta that
+// would take it past is not added to the window (it is still exported).
+const maxWindowSamples = 1 << 62
+
+// snapshot is export's part under the ingestion lock: it starts the
+// window's next slot when the current one's time is up (dropping the
+// oldest; a key with nothing left is forgotten), then moves each key's
+// delta out. Adding the deltas to the windows, the suggestions and the
+// metrics happen without the ingestion lock, so that ingestion waits only
+// for these moves.
 func (c *budgetConnector) snapshot() (snaps []keySnap, counts selfCounts, start, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now = c.now()
 	start, c.lastExport = c.lastExport, now
-	snaps = make([]keySnap, 0, len(c.store.entries))
-	for k, e := range c.store.entries {
-		snaps = append(snaps, keySnap{key: k})
-		ks := &snaps[len(snaps)-1]
-		ks.delta, e.pending = e.pending, hist{}
-		e.sum(&ks.window)
-	}
 	slot := c.cfg.Window / windowSlots
 	for n := 0; n < windowSlots && now.Sub(c.lastRotate) >= slot; n++ {
 		c.store.rotate()
@@ -80,6 +81,12 @@ func (c *budgetConnector) snapshot() (snaps []keySnap, counts selfCounts, start,
 	if now.Sub(c.lastRotate) >= slot {
 		c.lastRotate = now
 	}
+	snaps = c.snaps[:0]
+	for k, e := range c.store.entries {
+		snaps = append(snaps, keySnap{key: k, e: e, delta: e.pending})
+		e.pending = hist{}
+	}
+	c.snaps = snaps
 	counts = selfCounts{spans: c.spans, points: c.points, refusedKeys: c.refusedKeys,
 		evicted: c.store.evicted, expired: c.store.expired, keys: len(c.store.entries)}
 	return snaps, counts, start, now
@@ -90,12 +97,15 @@ type selfCounts struct {
 	spans                         [nOutcomes]uint64
 	points                        [2]uint64
 	refusedKeys, evicted, expired uint64
+	windowFull                    uint64
 	keys                          int
 }
 
 // collect builds an export's metrics and ceilings from a snapshot.
 func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 	snaps, counts, startT, now := c.snapshot()
+	cur := c.store.cur // only snapshot changes it, under exportMu
+	var window hist
 	start, ts := pcommon.NewTimestampFromTime(startT), pcommon.NewTimestampFromTime(now)
 	opts := c.cfg.Suggest.options()
 
@@ -137,11 +147,22 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 			if ks.delta.samples() > 0 {
 				m.delta(step, &ks.delta)
 			}
-			if ks.window.samples() == 0 {
+			if n := ks.delta.samples(); n > 0 {
+				if ks.e.windowSamples()+n <= maxWindowSamples {
+					ks.e.ring[cur].merge(&ks.delta)
+				} else {
+					c.windowFull++
+				}
+			}
+			window.reset()
+			for j := range ks.e.ring {
+				window.merge(&ks.e.ring[j])
+			}
+			if window.samples() == 0 {
 				continue
 			}
 			h := &c.exportScratch
-			if err := ks.window.histogram(h); err != nil {
+			if err := window.histogram(h); err != nil {
 				// Never: every part of a key is applied validated.
 				c.logger.Error("deadlinebudget: a key's window does not add up", zap.String("deadline.step", truncate(step)), zap.Error(err))
 				continue
@@ -171,7 +192,9 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 		ceilings = append(ceilings, cl)
 		lo = hi
 	}
+	counts.windowFull = c.windowFull
 	c.self(md, ts, &counts)
+	clear(snaps) // the slice is kept for the next export, not what it points to
 	return md, ceilings
 }
 
@@ -211,7 +234,7 @@ func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp, n *self
 	point(pts, n.points[0], outcomeNames[outAccepted])
 	point(pts, n.points[1], outcomeNames[outRejected])
 	point(counter(MetricEvicted, "{key}"), n.evicted, "")
-	point(counter(MetricRefusedKeys, "{key}"), n.refusedKeys, "")
+	point(counter(MetricRefusedKeys, "{key}"), n.refusedKeys+n.windowFull, "")
 	g := sm.Metrics().AppendEmpty()
 	g.SetName(MetricKeys)
 	g.SetUnit("{key}")

@@ -169,6 +169,8 @@ func newTestConnectorAt(t *testing.T, cfg *Config, sink *consumertest.MetricsSin
 // histograms returns the connector's histograms, by key.
 func histograms(t *testing.T, c *budgetConnector) map[key]*learn.Histogram {
 	t.Helper()
+	c.exportMu.Lock()
+	defer c.exportMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[key]*learn.Histogram{}

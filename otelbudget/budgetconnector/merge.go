@@ -82,7 +82,7 @@ func (c *budgetConnector) mergeResource(svc string, sms pmetric.ScopeMetricsSlic
 			c.logger.Debug("deadlinebudget: a key's points refused", zap.String("service.name", truncate(st.key.service)), zap.String("deadline.step", truncate(st.key.step)), zap.String("why", why))
 			continue
 		}
-		c.store.get(st.key).apply(c.store.cur, &st.h)
+		c.store.get(st.key).pending.merge(&st.h)
 		c.points[0] += st.points
 	}
 }
@@ -116,19 +116,20 @@ func (c *budgetConnector) check(st *stage) string {
 	if err := h.histogram(&c.scratch); err != nil {
 		return err.Error()
 	}
+	n := h.samples()
 	if e := c.store.entries[st.key]; e != nil {
-		if n := e.windowSamples() + e.pending.samples(); n+h.samples() < n || n+h.samples() > maxKeySamples {
-			return "the key's counts would overflow"
-		}
-	} else if h.samples() > maxKeySamples {
-		return "the key's counts would overflow"
+		n += e.pending.samples()
+	}
+	if n > maxDeltaSamples || n < h.samples() {
+		return "more attempts in one interval than a delta holds (2^56)"
 	}
 	return ""
 }
 
-// maxKeySamples bounds the attempts a key holds (window and delta
-// together), so that no sum of its counts wraps.
-const maxKeySamples = 1 << 62
+// maxDeltaSamples bounds the attempts of one key's delta, so that no sum
+// of its counts, nor the exported count (an int64), wraps; the window's
+// slots are bounded when the export adds a delta (maxWindowSamples).
+const maxDeltaSamples = 1 << 56
 
 // stageMetric reads one metric's points into their keys' stages; a point
 // without a deadline.step is refused alone (it names no key).

@@ -47,7 +47,7 @@ func (s *sparse) addIndex(i int32, n uint64) {
 	switch {
 	case i < s.offset:
 		grow := int(s.offset - i)
-		c := make([]uint64, len(s.counts)+grow, len(s.counts)+grow+grow/2)
+		c := make([]uint64, len(s.counts)+grow, min(len(s.counts)+grow+grow/2, keptBuckets))
 		copy(c[grow:], s.counts)
 		s.counts, s.offset = c, i
 	case int(i-s.offset) >= len(s.counts):
@@ -55,7 +55,9 @@ func (s *sparse) addIndex(i int32, n uint64) {
 		if need <= cap(s.counts) {
 			s.counts = s.counts[:need]
 		} else {
-			s.counts = append(s.counts, make([]uint64, need-len(s.counts))...)
+			c := make([]uint64, need, min(need+need/2, keptBuckets))
+			copy(c, s.counts)
+			s.counts = c
 		}
 	}
 	s.counts[i-s.offset] += n
@@ -72,6 +74,22 @@ func (s *sparse) merge(o *sparse) {
 	}
 }
 
+// copyFrom makes s a copy of o, its buckets trimmed.
+func (s *sparse) copyFrom(o *sparse) {
+	lo, hi := 0, len(o.counts)
+	for lo < hi && o.counts[lo] == 0 {
+		lo++
+	}
+	for hi > lo && o.counts[hi-1] == 0 {
+		hi--
+	}
+	*s = sparse{under: o.under, over: o.over}
+	if lo < hi {
+		s.offset = o.offset + int32(lo)
+		s.counts = append([]uint64(nil), o.counts[lo:hi]...)
+	}
+}
+
 // reset empties s, keeping its memory for the next interval unless it is
 // large (a delta spread over many buckets): then it is freed, so that the
 // deltas of idle keys hold little.
@@ -84,6 +102,11 @@ func (s *sparse) reset() {
 	}
 	s.under, s.over, s.offset = 0, 0, 0
 }
+
+// keptBuckets is the number of learn's kept buckets: no series holds more
+// (its capacity included), so one series takes at most 8 × keptBuckets
+// bytes, 8.5 KiB.
+const keptBuckets = learn.MaxIndex - learn.MinIndex + 1
 
 // keepBuckets is the most buckets a reset series keeps allocated: 1 KiB.
 const keepBuckets = 128
@@ -185,16 +208,26 @@ func (h *hist) merge(o *hist) {
 	}
 }
 
+// copyFrom makes h a copy of o, its buckets trimmed.
+func (h *hist) copyFrom(o *hist) {
+	oc, ox := o.completed, o.censored
+	*h = *o
+	h.completed.copyFrom(&oc)
+	h.censored.copyFrom(&ox)
+}
+
 // bytes is the memory h's buckets hold.
 func (h *hist) bytes() int { return 8 * (cap(h.completed.counts) + cap(h.censored.counts)) }
 
 // key is what the connector keeps histograms by.
 type key struct{ service, step string }
 
-// entry is one key's data: its window, a ring of the last windowSlots
-// slots (ring[store.cur] is the slot being filled; the suggestions rest on
-// their sum), and what arrived since the last export (pending, the delta
-// exported), in a list from the most recently updated to the least.
+// entry is one key's data: what arrived since the last export (pending,
+// the delta exported; ingestion writes only it, under the connector's
+// lock), and its window, a ring of windowSlots slots (ring[store.cur] is
+// the slot being filled) that only the export writes (under its own lock:
+// it adds each delta to the current slot, without the ingestion lock); in
+// a list from the most recently updated to the least.
 type entry struct {
 	key        key
 	pending    hist
@@ -202,25 +235,29 @@ type entry struct {
 	prev, next *entry
 }
 
+// maxEntryBytes bounds one key's memory but for its two names: the entry,
+// its 4 slots and its pending delta, each two series of at most
+// keptBuckets buckets (8 704 bytes, which Go's allocator serves from its
+// 9 472-byte size class), and its slot in the store's map (about 100
+// bytes, counted as 1 KiB). About 95 KiB.
+const maxEntryBytes = int(unsafe.Sizeof(entry{})) + (windowSlots+1)*2*maxSeriesBytes + 1024
+
+// maxSeriesBytes is the most one series' buckets take on the heap:
+// 8 × keptBuckets rounded up to Go's size class.
+const maxSeriesBytes = 9472
+
 // windowSlots is the number of slots a window is kept in: the oldest slot
 // is dropped whole, so a suggestion rests on between (windowSlots-1)/windowSlots
 // of the window and the whole of it.
 const windowSlots = 4
 
-// add records one sample in the key's delta and its current slot.
-func (e *entry) add(cur int, ended deadline.EndedBy, d time.Duration, at time.Time) {
-	e.ring[cur].add(ended, d, at)
+// add records one sample in the key's delta.
+func (e *entry) add(ended deadline.EndedBy, d time.Duration, at time.Time) {
 	e.pending.add(ended, d, at)
 }
 
-// apply adds a validated delta (a merged point set) to the key's delta and
-// its current slot.
-func (e *entry) apply(cur int, d *hist) {
-	e.ring[cur].merge(d)
-	e.pending.merge(d)
-}
-
-// windowSamples is the number of attempts in the key's window.
+// windowSamples is the number of attempts in the key's window (the
+// export's lock held).
 func (e *entry) windowSamples() uint64 {
 	var n uint64
 	for i := range e.ring {
@@ -229,9 +266,11 @@ func (e *entry) windowSamples() uint64 {
 	return n
 }
 
-// sum fills dst with the key's window: the sum of its slots.
+// sum fills dst with the key's window and its delta: what the next export
+// will see before it rotates (both locks held).
 func (e *entry) sum(dst *hist) {
 	dst.reset()
+	dst.merge(&e.pending)
 	for i := range e.ring {
 		dst.merge(&e.ring[i])
 	}
