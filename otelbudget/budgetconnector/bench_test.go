@@ -59,7 +59,10 @@ func BenchmarkConsumeTraces(b *testing.B) {
 	const n = 10000
 	td := benchTraces(n)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	c := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+	c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -143,7 +146,10 @@ func BenchmarkExportStall(b *testing.B) {
 	for _, keys := range []int{1000, 10000} {
 		b.Run(fmt.Sprint(keys), func(b *testing.B) {
 			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			c := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+			c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			rng := rand.New(rand.NewPCG(3, 3))
 			fill := func() {
 				c.mu.Lock()

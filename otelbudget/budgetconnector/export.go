@@ -29,14 +29,15 @@ const overflowIndex = learn.MaxIndex + 1
 
 var endedOrder = [...]deadline.EndedBy{deadline.EndedCompleted, deadline.EndedError, deadline.EndedAttemptTimeout, deadline.EndedDeadline}
 
-// export builds the metrics (the delta of every key with new attempts,
-// the suggestions of every key, the connector's own counts), resets the
-// deltas, sends the metrics on and publishes each service's ceilings.
+// export builds the metrics (the delta of every key with new attempts and
+// the suggestions of every key; the connector's own counts go to its
+// telemetry, not in them), resets the deltas, sends the metrics on and publishes each service's ceilings.
 // Exports run one at a time.
 func (c *budgetConnector) export(ctx context.Context) error {
 	c.exportMu.Lock()
 	defer c.exportMu.Unlock()
-	md, ceilings := c.collect()
+	md, ceilings, t := c.collect()
+	c.record(ctx, &t)
 	var err error
 	if md.DataPointCount() > 0 {
 		err = c.next.ConsumeMetrics(ctx, md)
@@ -68,9 +69,10 @@ const maxWindowSamples = 1 << 62
 // delta out. Adding the deltas to the windows, the suggestions and the
 // metrics happen without the ingestion lock, so that ingestion waits only
 // for these moves.
-func (c *budgetConnector) snapshot() (snaps []keySnap, counts selfCounts, start, now time.Time) {
+func (c *budgetConnector) snapshot() (snaps []keySnap, counts tally, start, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer counts.since(c.store, c.store.mark())
 	now = c.now()
 	start, c.lastExport = c.lastExport, now
 	slot := c.cfg.Window / windowSlots
@@ -87,22 +89,11 @@ func (c *budgetConnector) snapshot() (snaps []keySnap, counts selfCounts, start,
 		e.pending = hist{}
 	}
 	c.snaps = snaps
-	counts = selfCounts{spans: c.spans, points: c.points, refusedKeys: c.refusedKeys,
-		evicted: c.store.evicted, expired: c.store.expired, keys: len(c.store.entries)}
 	return snaps, counts, start, now
 }
 
-// selfCounts are the connector's own counters at an export.
-type selfCounts struct {
-	spans                         [nOutcomes]uint64
-	points                        [2]uint64
-	refusedKeys, evicted, expired uint64
-	windowFull                    uint64
-	keys                          int
-}
-
 // collect builds an export's metrics and ceilings from a snapshot.
-func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
+func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, tally) {
 	snaps, counts, startT, now := c.snapshot()
 	cur := c.store.cur // only snapshot changes it, under exportMu
 	var window hist
@@ -192,56 +183,13 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 		ceilings = append(ceilings, cl)
 		lo = hi
 	}
-	counts.windowFull = c.windowFull
-	c.self(md, ts, &counts)
+	counts.refused += c.windowFull
+	c.windowFull = 0
 	clear(snaps) // the slice is kept for the next export, not what it points to
-	return md, ceilings
+	return md, ceilings, counts
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// self appends the connector's own counters, under a resource without
-// service.name.
-func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp, n *selfCounts) {
-	rm := md.ResourceMetrics().AppendEmpty()
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(ScopeName)
-	sm.Scope().SetVersion(Version)
-	start := pcommon.NewTimestampFromTime(c.started)
-	counter := func(name, unit string) pmetric.NumberDataPointSlice {
-		m := sm.Metrics().AppendEmpty()
-		m.SetName(name)
-		m.SetUnit(unit)
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		s.SetIsMonotonic(true)
-		return s.DataPoints()
-	}
-	point := func(dps pmetric.NumberDataPointSlice, v uint64, outcome string) {
-		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(start)
-		dp.SetTimestamp(ts)
-		dp.SetIntValue(int64(min(v, math.MaxInt64)))
-		if outcome != "" {
-			dp.Attributes().PutStr(AttrOutcome, outcome)
-		}
-	}
-	spans := counter(MetricSpans, "{span}")
-	for o := range outRejected {
-		point(spans, n.spans[o], outcomeNames[o])
-	}
-	pts := counter(MetricPoints, "{point}")
-	point(pts, n.points[0], outcomeNames[outAccepted])
-	point(pts, n.points[1], outcomeNames[outRejected])
-	point(counter(MetricEvicted, "{key}"), n.evicted, "")
-	point(counter(MetricRefusedKeys, "{key}"), n.refusedKeys+n.windowFull, "")
-	g := sm.Metrics().AppendEmpty()
-	g.SetName(MetricKeys)
-	g.SetUnit("{key}")
-	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
-	dp.SetTimestamp(ts)
-	dp.SetIntValue(int64(n.keys))
-}
 
 // metricSet appends one service's metrics, each created at first use.
 type metricSet struct {

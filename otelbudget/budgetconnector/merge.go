@@ -66,24 +66,24 @@ func (sg *stager) get(step string) *stage {
 // to the histograms' totals, the maxima in their top buckets, the window
 // ordered, not after now + MaxClockSkew, the names within
 // MaxNameLength, no counter overflow), then applied together or refused
-// together, counted in MetricPoints. Other metrics are ignored.
-func (c *budgetConnector) mergeResource(svc string, sms pmetric.ScopeMetricsSlice) {
+// together, counted in the connector's telemetry. Other metrics are ignored.
+func (c *budgetConnector) mergeResource(svc string, sms pmetric.ScopeMetricsSlice, t *tally) {
 	sg := stager{svc: svc, byStep: map[string]*stage{}}
 	for j := range sms.Len() {
 		ms := sms.At(j).Metrics()
 		for k := range ms.Len() {
-			c.stageMetric(&sg, ms.At(k))
+			c.stageMetric(&sg, ms.At(k), t)
 		}
 	}
 	for _, st := range sg.order {
 		if why := c.check(st); why != "" {
-			c.points[1] += st.points
-			c.refusedKeys++
+			t.points[1] += int64(st.points)
+			t.refused++
 			c.logger.Debug("deadlinebudget: a key's points refused", zap.String("service.name", truncate(st.key.service)), zap.String("deadline.step", truncate(st.key.step)), zap.String("why", why))
 			continue
 		}
 		c.store.get(st.key).pending.merge(&st.h)
-		c.points[0] += st.points
+		t.points[0] += int64(st.points)
 	}
 }
 
@@ -133,7 +133,7 @@ const maxDeltaSamples = 1 << 56
 
 // stageMetric reads one metric's points into their keys' stages; a point
 // without a deadline.step is refused alone (it names no key).
-func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
+func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric, t *tally) {
 	var wrong string
 	switch m.Name() {
 	case MetricCompleted, MetricCensored:
@@ -152,7 +152,7 @@ func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
 		dps := eh.DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			st := c.stageOf(sg, dp.Attributes())
+			st := c.stageOf(sg, dp.Attributes(), t)
 			if st == nil {
 				continue
 			}
@@ -189,7 +189,7 @@ func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
 		dps := m.Sum().DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			st := c.stageOf(sg, dp.Attributes())
+			st := c.stageOf(sg, dp.Attributes(), t)
 			if st == nil {
 				continue
 			}
@@ -238,7 +238,7 @@ func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
 		dps := m.Gauge().DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			st := c.stageOf(sg, dp.Attributes())
+			st := c.stageOf(sg, dp.Attributes(), t)
 			if st == nil {
 				continue
 			}
@@ -262,7 +262,7 @@ func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
 	}
 	// A metric of ours of another type: its points refuse their keys.
 	for _, attrs := range pointAttrs(m) {
-		if st := c.stageOf(sg, attrs); st != nil {
+		if st := c.stageOf(sg, attrs, t); st != nil {
 			st.refuse(wrong)
 		}
 	}
@@ -270,10 +270,10 @@ func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric) {
 
 // stageOf returns the stage of the key a point names, nil (the point
 // refused and counted) when it names none.
-func (c *budgetConnector) stageOf(sg *stager, attrs pcommon.Map) *stage {
+func (c *budgetConnector) stageOf(sg *stager, attrs pcommon.Map, t *tally) *stage {
 	step, ok := stepOf(attrs)
 	if !ok {
-		c.points[1]++
+		t.points[1]++
 		return nil
 	}
 	return sg.get(step)
