@@ -105,6 +105,20 @@ func TestConfigValidate(t *testing.T) {
 		assert.Equal(t, tc.field, ce.Field)
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 	}
+	// Every error is reported, each with its path.
+	c := base()
+	c.ExportInterval, c.MaxNameLength = 0, 0
+	c.Plans[0].Steps[0].Step = ""
+	c.Plans = append(c.Plans, PlanConfig{Name: "q", Service: "s", Steps: []PlanStep{{Step: "b", MaxAttempts: 0}}})
+	err := c.Validate()
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		require.ErrorAs(t, e, &ce)
+		fields = append(fields, ce.Field)
+	}
+	assert.Equal(t, []string{"export_interval", "max_name_length", "plans[0].steps[0].step", "plans[1].steps[0]"}, fields)
+
 	x := NewExtensionFactory().CreateDefaultConfig().(*ExtensionConfig)
 	x.Endpoint = "nope"
 	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
