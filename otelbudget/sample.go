@@ -124,7 +124,7 @@ func ReadAttemptSample(attrs AttributeLookup, start, end time.Time) (AttemptSamp
 				s.Duration = d
 			case g.Type() == attribute.INT64 || g.Type() == attribute.FLOAT64:
 				s.Duration = d // -1: no duration stands for it
-				return s, fmt.Errorf("%w: step %q, %s: %s = %s, allowed 0 to %d", ErrBadDuration, s.Step, ended, AttrAttemptGrantedMs, g.Emit(), MaxAttemptDuration.Milliseconds())
+				return s, fmt.Errorf("%w: step %q, %s: %s = %s, allowed 0 to %d", ErrBadDuration, s.Step, ended, AttrAttemptGrantedMs, g.String(), MaxAttemptDuration.Milliseconds())
 			}
 		}
 	}

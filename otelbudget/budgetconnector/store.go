@@ -74,22 +74,6 @@ func (s *sparse) merge(o *sparse) {
 	}
 }
 
-// copyFrom makes s a copy of o, its buckets trimmed.
-func (s *sparse) copyFrom(o *sparse) {
-	lo, hi := 0, len(o.counts)
-	for lo < hi && o.counts[lo] == 0 {
-		lo++
-	}
-	for hi > lo && o.counts[hi-1] == 0 {
-		hi--
-	}
-	*s = sparse{under: o.under, over: o.over}
-	if lo < hi {
-		s.offset = o.offset + int32(lo)
-		s.counts = append([]uint64(nil), o.counts[lo:hi]...)
-	}
-}
-
 // reset empties s, keeping its memory for the next interval unless it is
 // large (a delta spread over many buckets): then it is freed, so that the
 // deltas of idle keys hold little.
@@ -208,17 +192,6 @@ func (h *hist) merge(o *hist) {
 	}
 }
 
-// copyFrom makes h a copy of o, its buckets trimmed.
-func (h *hist) copyFrom(o *hist) {
-	oc, ox := o.completed, o.censored
-	*h = *o
-	h.completed.copyFrom(&oc)
-	h.censored.copyFrom(&ox)
-}
-
-// bytes is the memory h's buckets hold.
-func (h *hist) bytes() int { return 8 * (cap(h.completed.counts) + cap(h.censored.counts)) }
-
 // key is what the connector keeps histograms by.
 type key struct{ service, step string }
 
@@ -274,16 +247,6 @@ func (e *entry) sum(dst *hist) {
 	for i := range e.ring {
 		dst.merge(&e.ring[i])
 	}
-}
-
-// bytes is the memory e holds: its struct and its buckets (its key's
-// strings are counted by the caller).
-func (e *entry) bytes() int {
-	n := int(unsafe.Sizeof(*e)) + e.pending.bytes()
-	for i := range e.ring {
-		n += e.ring[i].bytes()
-	}
-	return n
 }
 
 // store holds the entries, at most max of them: a new key past that
