@@ -85,6 +85,11 @@ func TestFleetFollowsAShift(t *testing.T) {
 		require.Less(t, at.Sub(shift), 3*window, "the ceiling did not follow the shift within 3 windows (last %.2fms, want %.2fms)", c*1e3, target(newMedian)*1e3)
 	}
 	t.Logf("after a 5× shift: ceiling %.2fms (truth %.2fms) %s after it, %.2f windows", c*1e3, target(newMedian)*1e3, at.Sub(shift).Round(time.Millisecond), at.Sub(shift).Seconds()/window.Seconds())
+
+	// Once a whole window has passed, only the new latency is left.
+	c, _ = ceilingAfter(shift.Add(window + window/4))
+	assert.InEpsilon(t, target(newMedian), c, 0.10, "a window after the shift: %.2fms, want %.2fms", c*1e3, target(newMedian)*1e3)
+	t.Logf("1.25 windows after the shift: ceiling %.2fms (truth %.2fms)", c*1e3, target(newMedian)*1e3)
 }
 
 // exportTime is the time of an export's first gauge point.
