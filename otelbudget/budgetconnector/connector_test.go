@@ -580,3 +580,54 @@ func names(md pmetric.Metrics) []string {
 	}
 	return out
 }
+
+// FuzzConsumeMetrics: whatever a sender changes in an export (a point's
+// scale, offset, a bucket, a count, a time, a removed metric), the merge
+// tier never panics, and every key it keeps is consistent: its parts add
+// up (learn.Histogram.SetSeries accepts them) and its window does not end
+// after now + max_clock_skew.
+func FuzzConsumeMetrics(f *testing.F) {
+	f.Add(uint8(0), int32(0), int64(0), uint8(0))
+	f.Add(uint8(1), int32(3), int64(1), uint8(2))
+	f.Add(uint8(2), int32(-1), int64(math.MaxInt64), uint8(4))
+	f.Add(uint8(5), int32(1400), int64(-7), uint8(1))
+	samples := genSamples(600, 9)
+	f.Fuzz(func(t *testing.T, which uint8, i32 int32, i64 int64, drop uint8) {
+		agentSink, gwSink := new(consumertest.MetricsSink), new(consumertest.MetricsSink)
+		agent := newTestConnector(t, nil, agentSink)
+		require.NoError(t, agent.ConsumeTraces(context.Background(), tracesOf(samples)))
+		md := exportOnce(t, agent, agentSink)
+		ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+		for k := range ms.Len() {
+			m := ms.At(k)
+			switch {
+			case m.Name() == MetricCompleted && which%6 == 0:
+				m.ExponentialHistogram().DataPoints().At(0).SetScale(i32)
+			case m.Name() == MetricCensored && which%6 == 1:
+				m.ExponentialHistogram().DataPoints().At(0).Positive().SetOffset(i32)
+			case m.Name() == MetricCompleted && which%6 == 2:
+				bc := m.ExponentialHistogram().DataPoints().At(0).Positive().BucketCounts()
+				if bc.Len() > 0 {
+					bc.SetAt(int(uint32(i32))%bc.Len(), uint64(i64))
+				}
+			case m.Name() == MetricAttempts && which%6 == 3:
+				m.Sum().DataPoints().At(0).SetIntValue(i64)
+			case m.Name() == MetricLast && which%6 == 4:
+				m.Gauge().DataPoints().At(0).SetIntValue(i64)
+			case m.Name() == MetricFirst && which%6 == 5:
+				m.Gauge().DataPoints().At(0).SetIntValue(i64)
+			}
+		}
+		if drop%3 == 0 && int(drop%8) < ms.Len() {
+			gone := ms.At(int(drop % 8)).Name()
+			ms.RemoveIf(func(m pmetric.Metric) bool { return m.Name() == gone })
+		}
+		gateway := newTestConnector(t, nil, gwSink)
+		require.NoError(t, gateway.ConsumeMetrics(context.Background(), md))
+		latest := gateway.now().Add(gateway.cfg.MaxClockSkew)
+		for k, h := range histograms(t, gateway) { // histograms fails on a key whose parts do not add up
+			assert.False(t, h.Last.After(latest), "%v: window ends at %v", k, h.Last)
+		}
+		exportOnce(t, gateway, gwSink)
+	})
+}
