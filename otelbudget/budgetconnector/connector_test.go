@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector/connectortest"
@@ -631,3 +632,33 @@ func FuzzConsumeMetrics(f *testing.F) {
 		exportOnce(t, gateway, gwSink)
 	})
 }
+
+// A panic in the export loop ends the loop and is reported to the host as
+// a fatal error (the Collector then shuts down), not raised in a goroutine
+// nobody recovers; Shutdown still returns.
+func TestExportLoopPanicIsReported(t *testing.T) {
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	c, err := f.CreateTracesToMetrics(context.Background(), connectorSettingsFor(t.Name()), cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	c.(*budgetConnector).clock = panicClock{}
+	host := &reportingHost{events: make(chan *componentstatus.Event, 1)}
+	require.NoError(t, c.Start(context.Background(), host))
+	ev := <-host.events
+	assert.Equal(t, componentstatus.StatusFatalError, ev.Status())
+	assert.ErrorContains(t, ev.Err(), "the export loop panicked: ticker broke")
+	require.NoError(t, c.Shutdown(context.Background()))
+}
+
+type panicClock struct{}
+
+func (panicClock) Now() time.Time                                  { return t0 }
+func (panicClock) Ticker(time.Duration) (<-chan time.Time, func()) { panic("ticker broke") }
+
+// reportingHost is a host that receives status events.
+type reportingHost struct {
+	events chan *componentstatus.Event
+}
+
+func (*reportingHost) GetExtensions() map[component.ID]component.Component { return nil }
+func (h *reportingHost) Report(ev *componentstatus.Event)                  { h.events <- ev }
