@@ -51,7 +51,7 @@ type Config struct {
 	MaxNameLength int `mapstructure:"max_name_length"`
 	// MaxClockSkew is how far after the Collector's clock a sample's time
 	// (a span's end, a merged last_sample) may be; a later one is dropped
-	// and counted (outcome future_end), so that no window ends in the
+	// and counted (outcome bad_time), so that no window ends in the
 	// future. > 0; default 5m.
 	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
 	// Suggest configures the ceilings, as learn.SuggestOptions.

@@ -42,12 +42,12 @@ const (
 	outNotRecorded
 	outBadDuration
 	outNameTooLong
-	outFutureEnd
+	outBadTime
 	outRejected // a point refused
 	nOutcomes
 )
 
-var outcomeNames = [nOutcomes]string{"accepted", "not_attempt", "unnamed_step", "attribute_type", "not_recorded", "bad_duration", "name_too_long", "future_end", "rejected"}
+var outcomeNames = [nOutcomes]string{"accepted", "not_attempt", "unnamed_step", "attribute_type", "not_recorded", "bad_duration", "name_too_long", "bad_time", "rejected"}
 
 // budgetConnector is one connector instance, shared by its traces and
 // metrics pipelines.
@@ -329,8 +329,8 @@ func (c *budgetConnector) consumeTraces(td ptrace.Traces, t *tally) {
 				case len(s.Step) > maxLen:
 					t.spans[outNameTooLong]++
 					continue
-				case s.End.After(latest):
-					t.spans[outFutureEnd]++
+				case s.End.After(latest) || s.End.UnixMilli() < 1:
+					t.spans[outBadTime]++
 					continue
 				}
 				t.spans[outAccepted]++

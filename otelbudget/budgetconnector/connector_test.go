@@ -259,6 +259,10 @@ func TestBadInput(t *testing.T) {
 	future.SetStartTimestamp(pcommon.NewTimestampFromTime(t0.Add(48 * time.Hour)))
 	future.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(48*time.Hour + time.Millisecond)))
 	require.NoError(t, future.Attributes().FromRaw(map[string]any{step: "fetch", ended: "completed"}))
+	wrapped := spans.AppendEmpty() // timestamps past 2^63 ns: before 1970 once read
+	wrapped.SetStartTimestamp(pcommon.Timestamp(1<<63 + 1))
+	wrapped.SetEndTimestamp(pcommon.Timestamp(1<<63 + 1e6))
+	require.NoError(t, wrapped.Attributes().FromRaw(map[string]any{step: "fetch", ended: "completed"}))
 	for i := range 5 { // a step per request
 		add(time.Millisecond, map[string]any{step: "minted-" + string(rune('a'+i)), ended: "completed"})
 	}
@@ -296,7 +300,7 @@ func TestBadInput(t *testing.T) {
 
 	out := exportOnce(t, c, sink)
 	assert.Equal(t, map[string]int64{"accepted": 6, "not_attempt": 2, "unnamed_step": 1, "attribute_type": 1, "not_recorded": 1, "bad_duration": 3,
-		"name_too_long": 2, "future_end": 1}, counter(t, c, MetricSpans))
+		"name_too_long": 2, "bad_time": 2}, counter(t, c, MetricSpans))
 	assert.Equal(t, map[string]int64{"rejected": 3}, counter(t, c, MetricPoints))
 	assert.Equal(t, map[string]int64{"": 3}, counter(t, c, MetricEvicted), "fetch and 5 minted steps in 3 keys")
 	assert.Equal(t, map[string]int64{"": 3}, counter(t, c, MetricKeys))

@@ -67,7 +67,8 @@ const (
 	// not_recorded (canceled, panic, hedge_lost), bad_duration (negative
 	// or above 24h, a grant out of that range: dropped), name_too_long
 	// (service.name or deadline.step longer than max_name_length),
-	// future_end (an end after now + max_clock_skew).
+	// bad_time (an end after now + max_clock_skew, or before 1970: a
+	// timestamp that wrapped).
 	MetricSpans = "otelcol_deadlinebudget_spans"
 	// MetricPoints counts the data points of the connector's own metrics
 	// it merged (deadline.fleet.outcome accepted) or refused (rejected).

@@ -95,7 +95,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.DeadlinebudgetSpans, err = builder.meter.Int64Counter(
 		"otelcol_deadlinebudget_spans",
-		metric.WithDescription("The spans the connector read, by outcome (accepted; not_attempt, unnamed_step, attribute_type, not_recorded ignored; bad_duration, name_too_long, future_end dropped). [Alpha]"),
+		metric.WithDescription("The spans the connector read, by outcome (accepted; not_attempt, unnamed_step, attribute_type, not_recorded ignored; bad_duration, name_too_long, bad_time dropped). [Alpha]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

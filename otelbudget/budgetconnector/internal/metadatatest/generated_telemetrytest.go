@@ -104,7 +104,7 @@ func AssertEqualDeadlinebudgetPoints(t *testing.T, tt *componenttest.Telemetry, 
 func AssertEqualDeadlinebudgetSpans(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_deadlinebudget_spans",
-		Description: "The spans the connector read, by outcome (accepted; not_attempt, unnamed_step, attribute_type, not_recorded ignored; bad_duration, name_too_long, future_end dropped). [Alpha]",
+		Description: "The spans the connector read, by outcome (accepted; not_attempt, unnamed_step, attribute_type, not_recorded ignored; bad_duration, name_too_long, bad_time dropped). [Alpha]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
