@@ -54,8 +54,7 @@ func (c *budgetConnector) export(ctx context.Context) error {
 // entry under the ingestion lock) and the entry, whose window only the
 // export writes.
 type keySnap struct {
-	key   key
-	e     *entry
+	e     *entry // its key does not change
 	delta hist
 }
 
@@ -84,9 +83,14 @@ func (c *budgetConnector) snapshot() (snaps []keySnap, counts tally, start, now 
 		c.lastRotate = now
 	}
 	snaps = c.snaps[:0]
-	for k, e := range c.store.entries {
-		snaps = append(snaps, keySnap{key: k, e: e, delta: e.pending})
-		e.pending = hist{}
+	if e := c.store.head; e != nil {
+		for {
+			snaps = append(snaps, keySnap{e: e, delta: e.pending})
+			e.pending = hist{}
+			if e = e.next; e == c.store.head {
+				break
+			}
+		}
 	}
 	c.snaps = snaps
 	return snaps, counts, start, now
@@ -102,18 +106,19 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, ta
 
 	// Keys by service, services and steps sorted: a stable output.
 	sort.Slice(snaps, func(i, j int) bool {
-		if snaps[i].key.service != snaps[j].key.service {
-			return snaps[i].key.service < snaps[j].key.service
+		a, b := &snaps[i].e.key, &snaps[j].e.key
+		if a.service != b.service {
+			return a.service < b.service
 		}
-		return snaps[i].key.step < snaps[j].key.step
+		return a.step < b.step
 	})
 
 	md := pmetric.NewMetrics()
 	var ceilings []budgetopamp.Ceilings
 	for lo := 0; lo < len(snaps); {
-		svc := snaps[lo].key.service
+		svc := snaps[lo].e.key.service
 		hi := lo
-		for hi < len(snaps) && snaps[hi].key.service == svc {
+		for hi < len(snaps) && snaps[hi].e.key.service == svc {
 			hi++
 		}
 		rm := md.ResourceMetrics().AppendEmpty()
@@ -134,7 +139,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, ta
 		}
 		for i := lo; i < hi; i++ {
 			ks := &snaps[i]
-			step := ks.key.step
+			step := ks.e.key.step
 			if ks.delta.samples() > 0 {
 				m.delta(step, &ks.delta)
 			}
