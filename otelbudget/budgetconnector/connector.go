@@ -65,7 +65,6 @@ type budgetConnector struct {
 	store      *store
 	lastExport time.Time
 	lastRotate time.Time
-	started    time.Time
 	scratch    learn.Histogram // check's, under mu
 	lookup     spanAttrs
 
@@ -181,7 +180,7 @@ func (c *budgetConnector) Start(_ context.Context, host component.Host) error {
 	}
 	c.mu.Lock()
 	now := c.now()
-	c.lastExport, c.lastRotate, c.started = now, now, now
+	c.lastExport, c.lastRotate = now, now
 	c.mu.Unlock()
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	go c.loop(host, c.stop, c.done)

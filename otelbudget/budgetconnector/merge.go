@@ -108,6 +108,8 @@ func (c *budgetConnector) check(st *stage) string {
 		return "a name longer than max_name_length"
 	case st.parts != partsAll:
 		return "a part missing (both histograms, first_sample and last_sample are needed)"
+	case max(h.successes, h.errors, h.timeouts, h.cuts) > maxDeltaSamples:
+		return "more attempts in one interval than a delta holds (2^56)" // before any sum of them can wrap
 	case h.samples() == 0:
 		return "no attempts"
 	case h.last > now.Add(c.cfg.MaxClockSkew).UnixMilli():
