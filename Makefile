@@ -35,7 +35,7 @@ SHORT_MODULES := bench
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo generate-budgetconnector bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
@@ -115,6 +115,17 @@ demo:
 ## fleetdemo: the fleet loop on loopback: a Collector with the deadlinebudget connector, 50 clients, a cold client picking up the fleet's ceilings over OpAMP (docs/fleet.md).
 fleetdemo:
 	@cd examples/fleetdemo && $(GO) run .
+
+## generate-budgetconnector: the deadlinebudget connector's generated metadata (internal/metadata, documentation.md, lifecycle tests) from its metadata.yaml.
+# mdatagen v0.159.0 is the newest version published as a module; the Collector (v0.165.0) has published none since,
+# and v0.159.0's output builds against it. It runs from a throwaway module (go run pkg@version also asks the proxy for the
+# module's version list, which a mirror may not serve).
+MDATAGEN_VERSION := v0.159.0
+generate-budgetconnector:
+	@tmp=$$(mktemp -d) && cd $$tmp && $(GO) mod init mdatagen >/dev/null 2>&1 && \
+	  $(GO) get go.opentelemetry.io/collector/cmd/mdatagen@$(MDATAGEN_VERSION) >/dev/null 2>&1 && \
+	  $(GO) run go.opentelemetry.io/collector/cmd/mdatagen $(CURDIR)/otelbudget/budgetconnector/metadata.yaml; \
+	  rc=$$?; rm -rf $$tmp; exit $$rc
 
 ## bench: hot-path micro-benchmarks, then the side-by-side comparison with the peers.
 bench:

@@ -67,7 +67,10 @@ var (
 	// The AttemptSample returned beside it holds the step and EndedBy.
 	ErrNotRecorded = errors.New("otelbudget: attempt not recorded")
 	// ErrBadDuration: the sample's duration is negative or above
-	// [MaxAttemptDuration].
+	// [MaxAttemptDuration], or a censored attempt's
+	// deadline.attempt.granted_ms is (whatever the number: the range is
+	// checked before any unit conversion, so no integer wraps into a
+	// plausible duration).
 	ErrBadDuration = errors.New("otelbudget: attempt duration out of range")
 )
 
@@ -83,8 +86,9 @@ var (
 // [ErrNotRecorded] for an attempt learners do not record (the sample
 // returned holds its step and EndedBy), and [ErrBadDuration] when the
 // duration is negative or above [MaxAttemptDuration] (the sample holds
-// everything read). A deadline.attempt.granted_ms that is neither an int
-// nor a double is ignored (the span's length is the cut).
+// everything read; Duration -1 when the grant is out of range). A
+// deadline.attempt.granted_ms that is neither an int nor a double is
+// ignored (the span's length is the cut).
 func ReadAttemptSample(attrs AttributeLookup, start, end time.Time) (AttemptSample, error) {
 	stepV, hasStep := attrs.Lookup(AttrStep)
 	endedV, hasEnded := attrs.Lookup(AttrAttemptEndedBy)
@@ -114,15 +118,13 @@ func ReadAttemptSample(attrs AttributeLookup, start, end time.Time) (AttemptSamp
 	s.Duration = end.Sub(start)
 	if s.Censored() {
 		if g, ok := attrs.Lookup(AttrAttemptGrantedMs); ok {
-			switch g.Type() {
-			case attribute.INT64:
-				s.Duration = time.Duration(g.AsInt64()) * time.Millisecond
-			case attribute.FLOAT64:
-				if f := g.AsFloat64() * float64(time.Millisecond); f > -1<<62 && f < 1<<62 {
-					s.Duration = time.Duration(math.Round(f))
-				} else {
-					s.Duration = -1 // NaN, ±Inf, absurd: out of range
-				}
+			d, ok := grantDuration(g)
+			switch {
+			case ok:
+				s.Duration = d
+			case g.Type() == attribute.INT64 || g.Type() == attribute.FLOAT64:
+				s.Duration = d // -1: no duration stands for it
+				return s, fmt.Errorf("%w: step %q, %s: %s = %s, allowed 0 to %d", ErrBadDuration, s.Step, ended, AttrAttemptGrantedMs, g.String(), MaxAttemptDuration.Milliseconds())
 			}
 		}
 	}
@@ -130,6 +132,27 @@ func ReadAttemptSample(attrs AttributeLookup, start, end time.Time) (AttemptSamp
 		return s, fmt.Errorf("%w: step %q, %s: %s, allowed 0 to %s", ErrBadDuration, s.Step, ended, s.Duration, MaxAttemptDuration)
 	}
 	return s, nil
+}
+
+// grantDuration reads deadline.attempt.granted_ms as a duration: ok is
+// false when g is neither an int nor a double, and when its value is
+// outside [0, MaxAttemptDuration] (NaN and ±Inf included). The range is
+// checked on the milliseconds, before any multiplication, so that no
+// integer wraps into a plausible duration (2^58+1 ms is not 1 ms). An
+// unusable grant leaves Duration at -1.
+func grantDuration(g attribute.Value) (time.Duration, bool) {
+	const maxMs = int64(MaxAttemptDuration / time.Millisecond)
+	switch g.Type() {
+	case attribute.INT64:
+		if v := g.AsInt64(); v >= 0 && v <= maxMs {
+			return time.Duration(v) * time.Millisecond, true
+		}
+	case attribute.FLOAT64:
+		if v := g.AsFloat64(); v >= 0 && v <= float64(maxMs) { // false for NaN
+			return time.Duration(math.Round(v * float64(time.Millisecond))), true
+		}
+	}
+	return -1, false
 }
 
 // parseEndedBy returns the deadline.EndedBy named s, 0 for none.

@@ -63,6 +63,22 @@ func TestReadAttemptSample(t *testing.T) {
 			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedCompleted, Duration: 24 * time.Hour, End: end}, nil},
 		{"NaN grant", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: f64(math.NaN())}, start,
 			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant 2^58+1 ms: no wrap into 1 ms", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("attempt_timeout"), otelbudget.AttrAttemptGrantedMs: i64(1<<58 + 1)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedAttemptTimeout, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant MaxInt64 ms", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: i64(math.MaxInt64)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant MinInt64 ms", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: i64(math.MinInt64)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant a day and 1 ms", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: i64(86_400_001)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant a day exactly", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: i64(86_400_000)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: 24 * time.Hour, End: end}, nil},
+		{"grant 1e300 ms (double)", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: f64(1e300)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"grant -0.5 ms (double)", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("deadline"), otelbudget.AttrAttemptGrantedMs: f64(-0.5)}, start,
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedDeadline, Duration: -1, End: end}, otelbudget.ErrBadDuration},
+		{"timestamps a wrapped uint64 apart", attrs{otelbudget.AttrStep: str("fetch"), otelbudget.AttrAttemptEndedBy: str("completed")}, time.Unix(0, math.MinInt64),
+			otelbudget.AttemptSample{Step: "fetch", EndedBy: deadline.EndedCompleted, Duration: end.Sub(time.Unix(0, math.MinInt64)), End: end}, otelbudget.ErrBadDuration},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := otelbudget.ReadAttemptSample(tc.a, tc.start, end)
@@ -77,4 +93,41 @@ func TestReadAttemptSample(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// FuzzReadAttemptSample: whatever the integers (the span's timestamps, the
+// grant as an int or a double), a sample is either refused or has a
+// duration in [0, MaxAttemptDuration] that is the span's length or the
+// grant read exactly.
+func FuzzReadAttemptSample(f *testing.F) {
+	f.Add(int64(0), int64(120e6), "attempt_timeout", int64(100), 0.0, false)
+	f.Add(int64(0), int64(120e6), "deadline", int64(1<<58+1), 0.0, false)
+	f.Add(int64(math.MinInt64), int64(math.MaxInt64), "completed", int64(0), 0.0, false)
+	f.Add(int64(5), int64(1), "error", int64(-1), math.Inf(1), true)
+	f.Add(int64(0), int64(0), "deadline", int64(0), 86_400_000.4, true)
+	f.Fuzz(func(t *testing.T, startNs, endNs int64, ended string, grantMs int64, grantF float64, useF bool) {
+		a := attrs{otelbudget.AttrStep: attribute.StringValue("fetch"), otelbudget.AttrAttemptEndedBy: attribute.StringValue(ended)}
+		if useF {
+			a[otelbudget.AttrAttemptGrantedMs] = attribute.Float64Value(grantF)
+		} else {
+			a[otelbudget.AttrAttemptGrantedMs] = attribute.Int64Value(grantMs)
+		}
+		start, end := time.Unix(0, startNs), time.Unix(0, endNs)
+		s, err := otelbudget.ReadAttemptSample(a, start, end)
+		if err != nil {
+			return
+		}
+		require.GreaterOrEqual(t, s.Duration, time.Duration(0))
+		require.LessOrEqual(t, s.Duration, otelbudget.MaxAttemptDuration)
+		if !s.Censored() {
+			require.Equal(t, end.Sub(start), s.Duration, "a completed attempt's duration is the span's length")
+			return
+		}
+		if useF {
+			require.InDelta(t, grantF*1e6, float64(s.Duration), 0.5)
+		} else {
+			require.Equal(t, grantMs, s.Duration.Milliseconds())
+			require.Equal(t, time.Duration(0), s.Duration%time.Millisecond)
+		}
+	})
 }

@@ -24,6 +24,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -79,12 +80,13 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	fmt.Fprintf(out, "Collector on loopback: OTLP %s, OpAMP %s, export every %s\n", col.OTLP, col.OpAMP, *interval)
 
 	began := time.Now()
-	if err := runClients(ctx, col.OTLP, *clients, *calls); err != nil {
+	attempts, err := runClients(ctx, col.OTLP, *clients, *calls)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d clients ran %d plans each in %s; their attempt spans went to the Collector\n", *clients, *calls, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(out, "%d clients ran %d plans each in %s; their %d attempt spans went to the Collector\n", *clients, *calls, time.Since(began).Round(time.Millisecond), sum(attempts))
 
-	ceilings, err := waitCeilings(ctx, col, len(steps), 10**interval)
+	ceilings, err := waitCeilings(ctx, col, attempts, 10**interval)
 	if err != nil {
 		return err
 	}
@@ -130,20 +132,35 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 
 // runClients runs clients processes' worth of calls: each its own
 // TracerProvider exporting to the Collector over OTLP/HTTP, its own
-// observer, calls plan runs of the steps.
-func runClients(ctx context.Context, otlp string, clients, calls int) error {
+// observer, calls plan runs of the steps. It returns once every client's
+// spans are exported (each TracerProvider shut down), with the attempts
+// made per "service/step": each is one attempt span, one sample.
+func runClients(ctx context.Context, otlp string, clients, calls int) (map[string]int, error) {
 	var wg sync.WaitGroup
+	var counts [2]atomic.Int64 // by step
 	errs := make(chan error, clients)
 	for c := range clients {
 		wg.Go(func() {
-			if err := runClient(ctx, otlp, c, calls); err != nil {
+			if err := runClient(ctx, otlp, c, calls, &counts); err != nil {
 				errs <- fmt.Errorf("client %d: %w", c, err)
 			}
 		})
 	}
 	wg.Wait()
 	close(errs)
-	return errors.Join(collect(errs)...)
+	attempts := map[string]int{}
+	for i, s := range steps {
+		attempts[service+"/"+s.name] = int(counts[i].Load())
+	}
+	return attempts, errors.Join(collect(errs)...)
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 func collect(errs <-chan error) []error {
@@ -154,7 +171,7 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
-func runClient(ctx context.Context, otlp string, id, calls int) error {
+func runClient(ctx context.Context, otlp string, id, calls int, counts *[2]atomic.Int64) error {
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(otlp+"/v1/traces"))
 	if err != nil {
 		return err
@@ -171,9 +188,10 @@ func runClient(ctx context.Context, otlp string, id, calls int) error {
 	}
 	for range calls {
 		d := deadline.New(time.Second)
-		for _, s := range steps {
+		for i, s := range steps {
 			p := deadline.Policy{Name: s.name, MaxAttempts: 3, AttemptTimeout: s.ceiling, Hooks: obs.Hooks()}
 			_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+				counts[i].Add(1)
 				t := time.NewTimer(latency(s.median))
 				defer t.Stop()
 				select {
@@ -191,20 +209,25 @@ func runClient(ctx context.Context, otlp string, id, calls int) error {
 	return tp.Shutdown(ctx)
 }
 
-// waitCeilings waits until the Collector has exported a ceiling for n
-// steps, and returns them (seconds, by "service/step").
-func waitCeilings(ctx context.Context, col *fleettest.Collector, n int, limit time.Duration) (map[string]float64, error) {
+// waitCeilings waits until the Collector has exported suggestions that
+// rest on every attempt the clients made (want, by "service/step"), and
+// returns their ceilings (seconds, by "service/step").
+func waitCeilings(ctx context.Context, col *fleettest.Collector, want map[string]int, limit time.Duration) (map[string]float64, error) {
 	timeout := time.After(limit)
 	for {
 		batches, changed := col.Metrics.Batches()
-		if c := fleettest.Gauges(batches, budgetconnector.MetricCeiling); len(c) >= n {
+		got := fleettest.Gauges(batches, budgetconnector.MetricSamples)
+		all := true
+		for k, n := range want {
+			all = all && got[k] == float64(n)
+		}
+		if c := fleettest.Gauges(batches, budgetconnector.MetricCeiling); all && len(c) >= len(want) {
 			return c, nil
 		}
 		select {
 		case <-changed:
 		case <-timeout:
-			got := fleettest.Gauges(batches, budgetconnector.MetricSamples)
-			return nil, fmt.Errorf("no ceiling for every step after %s (samples: %v)", limit, got)
+			return nil, fmt.Errorf("no ceiling from every attempt after %s (samples: %v, sent: %v)", limit, got, want)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

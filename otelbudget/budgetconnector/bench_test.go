@@ -59,7 +59,10 @@ func BenchmarkConsumeTraces(b *testing.B) {
 	const n = 10000
 	td := benchTraces(n)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	c := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+	c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -73,12 +76,11 @@ func BenchmarkConsumeTraces(b *testing.B) {
 }
 
 // BenchmarkBytesPerKey measures the heap one (service, step) key holds
-// after 1000 attempts and an export (its delta's memory is kept for the
-// next interval): 2000 keys, durations log-normal (σ 0.5, so about 130
-// buckets per series) around a median that differs per key, a tenth of
-// them cut at a ceiling. Goal: <= 16 KiB. The "wide" case spreads every
-// key's durations over the sketch's whole range (1 µs to 5 h): the worst
-// case.
+// with 1000 attempts in each slot of its window and the whole window's
+// attempts in its delta, not yet exported: log-normal durations (σ 0.5)
+// around a median that differs per key, or "wide", spread over the
+// sketch's whole range (1 µs to 5 h): the worst case, which
+// TestBytesPerKeyBound holds to maxEntryBytes.
 func BenchmarkBytesPerKey(b *testing.B) {
 	for _, wide := range []bool{false, true} {
 		name := "lognormal"
@@ -86,40 +88,97 @@ func BenchmarkBytesPerKey(b *testing.B) {
 			name = "wide"
 		}
 		b.Run(name, func(b *testing.B) {
-			const keys = 2000
 			var perKey float64
 			for b.Loop() {
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				s := newStore(keys)
-				rng := rand.New(rand.NewPCG(1, 2))
-				for k := range keys {
-					e := s.get(key{"svc", fmt.Sprintf("step-%05d", k)})
-					median := time.Duration(5+k%200) * time.Millisecond
-					for i := range 1000 {
-						var d time.Duration
-						if wide {
-							d = time.Duration(math.Exp2(10 + 34*rng.Float64()))
-						} else {
-							d = time.Duration(float64(median) * math.Exp(0.5*rng.NormFloat64()))
-						}
-						ended := deadline.EndedCompleted
-						if i%10 == 0 {
-							ended = deadline.EndedAttemptTimeout
-						}
-						at := t0.Add(time.Duration(i) * time.Millisecond)
-						e.total.add(ended, d, at)
-						e.pending.add(ended, d, at)
-					}
-					e.pending.reset() // exported: the memory stays for the next delta
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perKey = float64(after.HeapAlloc-before.HeapAlloc) / keys
-				runtime.KeepAlive(s)
+				perKey = bytesPerKey(wide)
 			}
 			b.ReportMetric(perKey, "B/key")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// bytesPerKey is the heap 500 keys take, per key, each with 1000
+// attempts in every slot of its window and a delta of the whole window not
+// yet exported: log-normal around 5 to 205 ms, or (wide) spread over
+// learn's whole range, 1 µs to 5 h, the worst case.
+func bytesPerKey(wide bool) float64 {
+	const keys = 500
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s := newStore(keys)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for slot := range windowSlots + 1 { // the 4 slots, then the delta
+		for k := range keys {
+			e := s.get(key{"svc", fmt.Sprintf("step-%05d", k)})
+			median := time.Duration(5+k%200) * time.Millisecond
+			for i := range 1000 {
+				var d time.Duration
+				if wide {
+					d = time.Duration(math.Exp2(10 + 34*rng.Float64()))
+				} else {
+					d = time.Duration(float64(median) * math.Exp(0.5*rng.NormFloat64()))
+				}
+				ended := deadline.EndedCompleted
+				if i%2 == 0 {
+					ended = deadline.EndedAttemptTimeout
+				}
+				h := &e.pending
+				if slot < windowSlots {
+					h = &e.ring[slot]
+				}
+				h.add(ended, d, t0.Add(time.Duration(i)*time.Millisecond))
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	return float64(after.HeapAlloc-before.HeapAlloc) / keys
+}
+
+// BenchmarkExportStall measures how long an export holds the ingestion
+// lock (stall-ms: the snapshot, while ConsumeTraces waits) and how long the
+// whole export takes (export-ms: the suggestions and the metrics, built
+// without the lock), at 1 000 and 10 000 keys with 200 attempts each.
+func BenchmarkExportStall(b *testing.B) {
+	for _, keys := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(keys), func(b *testing.B) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(3, 3))
+			fill := func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				for k := range keys {
+					e := c.store.get(key{fmt.Sprintf("svc-%d", k%50), fmt.Sprintf("step-%d", k)})
+					for i := range 200 {
+						d := time.Duration(float64(40*time.Millisecond) * math.Exp(0.5*rng.NormFloat64()))
+						e.add(deadline.EndedCompleted, d, t0.Add(time.Duration(i)*time.Millisecond))
+					}
+				}
+			}
+			var stall, total time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				fill()
+				b.StartTimer()
+				began := time.Now()
+				snaps, _, _, _ := c.snapshot()
+				stall += time.Since(began)
+				runtime.KeepAlive(snaps)
+				b.StopTimer()
+				began = time.Now()
+				c.collect() // the rest of the export, as if from that snapshot
+				total += time.Since(began)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(stall.Microseconds())/1e3/float64(b.N), "stall-ms")
+			b.ReportMetric(float64(total.Microseconds())/1e3/float64(b.N), "export-ms")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

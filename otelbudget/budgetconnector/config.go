@@ -18,6 +18,13 @@ const (
 	DefaultExportInterval = 15 * time.Second
 	// DefaultMaxKeys bounds the (service, step) keys kept.
 	DefaultMaxKeys = 10000
+	// DefaultWindow is how far back the suggestions look.
+	DefaultWindow = 10 * time.Minute
+	// DefaultMaxNameLength caps service.name and deadline.step, in bytes.
+	DefaultMaxNameLength = 256
+	// DefaultMaxClockSkew is how far past the Collector's clock a sample's
+	// time may be.
+	DefaultMaxClockSkew = 5 * time.Minute
 )
 
 // Config is the connector's configuration (the `deadlinebudget` key of a
@@ -32,6 +39,21 @@ type Config struct {
 	// evicts the least recently updated one (counted in
 	// deadline.fleet.keys.evicted). >= 1.
 	MaxKeys int `mapstructure:"max_keys"`
+	// Window is how far back the suggestions look: they rest on the
+	// attempts received in the last Window (kept as 4 slots of Window/4,
+	// the oldest dropped whole at the first export after its time is up,
+	// so on between 3/4 of it and all of it), and a key with nothing in
+	// its window is forgotten. >= ExportInterval; default 10m.
+	Window time.Duration `mapstructure:"window"`
+	// MaxNameLength caps service.name and deadline.step, in bytes: a span
+	// or a merged point with a longer one is dropped and counted (outcome
+	// name_too_long). >= 1; default 256.
+	MaxNameLength int `mapstructure:"max_name_length"`
+	// MaxClockSkew is how far after the Collector's clock a sample's time
+	// (a span's end, a merged last_sample) may be; a later one is dropped
+	// and counted (outcome bad_time), so that no window ends in the
+	// future. > 0; default 5m.
+	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
 	// Suggest configures the ceilings, as learn.SuggestOptions.
 	Suggest SuggestConfig `mapstructure:"suggest"`
 	// Plans are run budgets to suggest: each a service's steps in order.
@@ -127,49 +149,67 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Validate checks the configuration (the Collector calls it before
-// creating the connector) and returns a [*ConfigError] naming the first
-// field that is not valid.
+// creating the connector): it returns every field that is not valid, each
+// a [*ConfigError] naming the field's path (plans[0].steps[1].step), joined
+// with [errors.Join]; nil when all are.
 func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, value any, allowed string, err error) {
+		errs = append(errs, &ConfigError{Field: field, Value: value, Allowed: allowed, Err: err})
+	}
 	if c.ExportInterval <= 0 {
-		return &ConfigError{Field: "export_interval", Value: c.ExportInterval, Allowed: "> 0, e.g. 15s"}
+		bad("export_interval", c.ExportInterval, "> 0, e.g. 15s", nil)
 	}
 	if c.MaxKeys < 1 {
-		return &ConfigError{Field: "max_keys", Value: c.MaxKeys, Allowed: ">= 1"}
+		bad("max_keys", c.MaxKeys, ">= 1", nil)
+	}
+	if c.Window < c.ExportInterval || c.Window <= 0 {
+		bad("window", c.Window, fmt.Sprintf(">= export_interval (%s), e.g. 10m", c.ExportInterval), nil)
+	}
+	if c.MaxNameLength < 1 {
+		bad("max_name_length", c.MaxNameLength, ">= 1 (bytes), e.g. 256", nil)
+	}
+	if c.MaxClockSkew <= 0 {
+		bad("max_clock_skew", c.MaxClockSkew, "> 0, e.g. 5m", nil)
 	}
 	if _, err := learn.Suggest("", nil, c.Suggest.options()); err != nil && !errors.Is(err, learn.ErrNotEnoughSamples) && !errors.Is(err, learn.ErrNoSamples) {
 		var oe *learn.OptionError
 		if errors.As(err, &oe) {
-			return &ConfigError{Field: "suggest", Value: oe.Value, Allowed: oe.Allowed, Err: err}
+			bad("suggest", oe.Value, oe.Allowed, err)
+		} else {
+			bad("suggest", c.Suggest, "valid suggestion options", err)
 		}
-		return &ConfigError{Field: "suggest", Value: c.Suggest, Allowed: "valid suggestion options", Err: err}
 	}
 	names := map[string]bool{}
 	for i, p := range c.Plans {
 		field := func(f string) string { return fmt.Sprintf("plans[%d].%s", i, f) }
-		switch {
-		case p.Name == "":
-			return &ConfigError{Field: field("name"), Value: `""`, Allowed: "a name"}
-		case names[p.Name]:
-			return &ConfigError{Field: field("name"), Value: p.Name, Allowed: "a name no other plan has"}
-		case p.Service == "":
-			return &ConfigError{Field: field("service"), Value: `""`, Allowed: "the service.name whose steps these are"}
-		case p.Target != 0 && !(p.Target > 0 && p.Target < 1):
-			return &ConfigError{Field: field("target"), Value: p.Target, Allowed: "in (0, 1) (0: 0.99)"}
-		case len(p.Steps) == 0:
-			return &ConfigError{Field: field("steps"), Value: "none", Allowed: "at least one step"}
+		if p.Name == "" {
+			bad(field("name"), `""`, "a name", nil)
+		} else if names[p.Name] {
+			bad(field("name"), p.Name, "a name no other plan has", nil)
 		}
 		names[p.Name] = true
+		if p.Service == "" {
+			bad(field("service"), `""`, "the service.name whose steps these are", nil)
+		}
+		if p.Target != 0 && !(p.Target > 0 && p.Target < 1) {
+			bad(field("target"), p.Target, "in (0, 1) (0: 0.99)", nil)
+		}
+		if len(p.Steps) == 0 {
+			bad(field("steps"), "none", "at least one step", nil)
+		}
 		for j, s := range p.Steps {
 			if s.Step == "" {
-				return &ConfigError{Field: fmt.Sprintf("plans[%d].steps[%d].step", i, j), Value: `""`, Allowed: "the step's name (deadline.step)"}
+				bad(fmt.Sprintf("plans[%d].steps[%d].step", i, j), `""`, "the step's name (deadline.step)", nil)
+				continue
 			}
 			if err := s.policy().Validate(); err != nil {
-				return &ConfigError{Field: fmt.Sprintf("plans[%d].steps[%d]", i, j), Value: s.Step, Allowed: "a valid policy", Err: err}
+				bad(fmt.Sprintf("plans[%d].steps[%d]", i, j), s.Step, "a valid policy", err)
 			}
 		}
 	}
 	if c.OpAMP != nil && c.OpAMP.Type().String() == "" {
-		return &ConfigError{Field: "opamp", Value: c.OpAMP, Allowed: "an extension's ID, e.g. deadlinebudget_opamp"}
+		bad("opamp", c.OpAMP, "an extension's ID, e.g. deadlinebudget_opamp", nil)
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -24,7 +24,7 @@ import (
 func ExampleNewFactory() {
 	f := budgetconnector.NewFactory()
 	cfg := f.CreateDefaultConfig().(*budgetconnector.Config)
-	cfg.ExportInterval = time.Hour
+	cfg.ExportInterval, cfg.Window = time.Hour, 4*time.Hour
 	sink := new(consumertest.MetricsSink)
 	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(f.Type()), cfg, sink)
 	if err != nil {

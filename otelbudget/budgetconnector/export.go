@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
@@ -28,11 +29,15 @@ const overflowIndex = learn.MaxIndex + 1
 
 var endedOrder = [...]deadline.EndedBy{deadline.EndedCompleted, deadline.EndedError, deadline.EndedAttemptTimeout, deadline.EndedDeadline}
 
-// export builds the metrics (the delta of every key with new attempts,
-// the suggestions of every key, the connector's own counts), resets the
-// deltas, sends the metrics on and publishes each service's ceilings.
+// export builds the metrics (the delta of every key with new attempts and
+// the suggestions of every key; the connector's own counts go to its
+// telemetry, not in them), resets the deltas, sends the metrics on and publishes each service's ceilings.
+// Exports run one at a time.
 func (c *budgetConnector) export(ctx context.Context) error {
-	md, ceilings := c.collect()
+	c.exportMu.Lock()
+	defer c.exportMu.Unlock()
+	md, ceilings, t := c.collect()
+	c.record(ctx, &t)
 	var err error
 	if md.DataPointCount() > 0 {
 		err = c.next.ConsumeMetrics(ctx, md)
@@ -45,31 +50,77 @@ func (c *budgetConnector) export(ctx context.Context) error {
 	return err
 }
 
-// collect is export's part under the lock.
-func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
+// keySnap is one key as an export reads it: its delta (moved out of the
+// entry under the ingestion lock) and the entry, whose window only the
+// export writes.
+type keySnap struct {
+	e     *entry // its key does not change
+	delta hist
+}
+
+// maxWindowSamples bounds the attempts of a key's window: a delta that
+// would take it past is not added to the window (it is still exported).
+const maxWindowSamples = 1 << 62
+
+// snapshot is export's part under the ingestion lock: it starts the
+// window's next slot when the current one's time is up (dropping the
+// oldest; a key with nothing left is forgotten), then moves each key's
+// delta out. Adding the deltas to the windows, the suggestions and the
+// metrics happen without the ingestion lock, so that ingestion waits only
+// for these moves.
+func (c *budgetConnector) snapshot() (snaps []keySnap, counts tally, start, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
-	start, ts := pcommon.NewTimestampFromTime(c.lastExport), pcommon.NewTimestampFromTime(now)
-	c.lastExport = now
+	defer counts.since(c.store, c.store.mark())
+	now = c.now()
+	start, c.lastExport = c.lastExport, now
+	slot := c.cfg.Window / windowSlots
+	for n := 0; n < windowSlots && now.Sub(c.lastRotate) >= slot; n++ {
+		c.store.rotate()
+		c.lastRotate = c.lastRotate.Add(slot)
+	}
+	if now.Sub(c.lastRotate) >= slot {
+		c.lastRotate = now
+	}
+	snaps = c.snaps[:0]
+	if e := c.store.head; e != nil {
+		for {
+			snaps = append(snaps, keySnap{e: e, delta: e.pending})
+			e.pending = hist{}
+			if e = e.next; e == c.store.head {
+				break
+			}
+		}
+	}
+	c.snaps = snaps
+	return snaps, counts, start, now
+}
+
+// collect builds an export's metrics and ceilings from a snapshot.
+func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, tally) {
+	snaps, counts, startT, now := c.snapshot()
+	cur := c.store.cur // only snapshot changes it, under exportMu
+	var window hist
+	start, ts := pcommon.NewTimestampFromTime(startT), pcommon.NewTimestampFromTime(now)
 	opts := c.cfg.Suggest.options()
 
 	// Keys by service, services and steps sorted: a stable output.
-	bySvc := map[string][]*entry{}
-	for k, e := range c.store.entries {
-		bySvc[k.service] = append(bySvc[k.service], e)
-	}
-	services := make([]string, 0, len(bySvc))
-	for s := range bySvc {
-		services = append(services, s)
-	}
-	sort.Strings(services)
+	sort.Slice(snaps, func(i, j int) bool {
+		a, b := &snaps[i].e.key, &snaps[j].e.key
+		if a.service != b.service {
+			return a.service < b.service
+		}
+		return a.step < b.step
+	})
 
 	md := pmetric.NewMetrics()
 	var ceilings []budgetopamp.Ceilings
-	for _, svc := range services {
-		entries := bySvc[svc]
-		sort.Slice(entries, func(i, j int) bool { return entries[i].key.step < entries[j].key.step })
+	for lo := 0; lo < len(snaps); {
+		svc := snaps[lo].e.key.service
+		hi := lo
+		for hi < len(snaps) && snaps[hi].e.key.service == svc {
+			hi++
+		}
 		rm := md.ResourceMetrics().AppendEmpty()
 		rm.Resource().Attributes().PutStr("service.name", svc)
 		sm := rm.ScopeMetrics().AppendEmpty()
@@ -86,19 +137,34 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 				}
 			}
 		}
-		for _, e := range entries {
-			step := e.key.step
-			if e.pending.samples() > 0 {
-				m.delta(step, &e.pending)
-				e.pending.reset()
+		for i := lo; i < hi; i++ {
+			ks := &snaps[i]
+			step := ks.e.key.step
+			if ks.delta.samples() > 0 {
+				m.delta(step, &ks.delta)
 			}
-			if err := e.total.histogram(&c.scratch); err != nil {
-				c.inconsist++
+			if n := ks.delta.samples(); n > 0 {
+				if ks.e.windowSamples()+n <= maxWindowSamples {
+					ks.e.ring[cur].merge(&ks.delta)
+				} else {
+					c.windowFull++
+				}
+			}
+			window.reset()
+			for j := range ks.e.ring {
+				window.merge(&ks.e.ring[j])
+			}
+			if window.samples() == 0 {
 				continue
 			}
-			h := &c.scratch
+			h := &c.exportScratch
+			if err := window.histogram(h); err != nil {
+				// Never: every part of a key is applied validated.
+				c.logger.Error("deadlinebudget: a key's window does not add up", zap.String("deadline.step", truncate(step)), zap.Error(err))
+				continue
+			}
 			if inPlan[step] {
-				cp := c.scratch
+				cp := *h
 				sugs[step] = &cp
 			}
 			s, err := learn.Suggest(step, h, opts)
@@ -120,55 +186,15 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 			}
 		}
 		ceilings = append(ceilings, cl)
+		lo = hi
 	}
-	c.self(md, ts)
-	return md, ceilings
+	counts.refused += c.windowFull
+	c.windowFull = 0
+	clear(snaps) // the slice is kept for the next export, not what it points to
+	return md, ceilings, counts
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// self appends the connector's own counters, under a resource without
-// service.name.
-func (c *budgetConnector) self(md pmetric.Metrics, ts pcommon.Timestamp) {
-	rm := md.ResourceMetrics().AppendEmpty()
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(ScopeName)
-	sm.Scope().SetVersion(Version)
-	start := pcommon.NewTimestampFromTime(c.started)
-	counter := func(name, unit string) pmetric.NumberDataPointSlice {
-		m := sm.Metrics().AppendEmpty()
-		m.SetName(name)
-		m.SetUnit(unit)
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		s.SetIsMonotonic(true)
-		return s.DataPoints()
-	}
-	point := func(dps pmetric.NumberDataPointSlice, v uint64, outcome string) {
-		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(start)
-		dp.SetTimestamp(ts)
-		dp.SetIntValue(int64(min(v, math.MaxInt64)))
-		if outcome != "" {
-			dp.Attributes().PutStr(AttrOutcome, outcome)
-		}
-	}
-	spans := counter(MetricSpans, "{span}")
-	for o := range outRejected {
-		point(spans, c.spans[o], outcomeNames[o])
-	}
-	pts := counter(MetricPoints, "{point}")
-	point(pts, c.points[0], outcomeNames[outAccepted])
-	point(pts, c.points[1], outcomeNames[outRejected])
-	point(counter(MetricEvicted, "{key}"), c.store.evicted, "")
-	point(counter(MetricInconsistent, "{key}"), c.inconsist, "")
-	g := sm.Metrics().AppendEmpty()
-	g.SetName(MetricKeys)
-	g.SetUnit("{key}")
-	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
-	dp.SetTimestamp(ts)
-	dp.SetIntValue(int64(len(c.store.entries)))
-}
 
 // metricSet appends one service's metrics, each created at first use.
 type metricSet struct {

@@ -33,7 +33,8 @@ func NewFactory() connector.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	return &Config{ExportInterval: DefaultExportInterval, MaxKeys: DefaultMaxKeys}
+	return &Config{ExportInterval: DefaultExportInterval, MaxKeys: DefaultMaxKeys, Window: DefaultWindow,
+		MaxNameLength: DefaultMaxNameLength, MaxClockSkew: DefaultMaxClockSkew}
 }
 
 // factory holds the instances by ID, so that a connector in a traces and a
@@ -43,25 +44,29 @@ type factory struct {
 	instances map[component.ID]*budgetConnector
 }
 
-func (f *factory) instance(set connector.Settings, cfg component.Config, next consumer.Metrics) *budgetConnector {
+func (f *factory) instance(set connector.Settings, cfg component.Config, next consumer.Metrics) (*budgetConnector, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.instances[set.ID]
 	if c == nil {
-		c = newConnector(set, cfg.(*Config), next, func() {
+		var err error
+		c, err = newConnector(set, cfg.(*Config), next, func() {
 			f.mu.Lock()
 			delete(f.instances, set.ID)
 			f.mu.Unlock()
 		})
+		if err != nil {
+			return nil, err
+		}
 		f.instances[set.ID] = c
 	}
-	return c
+	return c, nil
 }
 
 func (f *factory) createTracesToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	return f.instance(set, cfg, next), nil
+	return f.instance(set, cfg, next)
 }
 
 func (f *factory) createMetricsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Metrics, error) {
-	return f.instance(set, cfg, next), nil
+	return f.instance(set, cfg, next)
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"go.uber.org/zap"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -12,131 +14,302 @@ import (
 	"github.com/deadlinebudget/budget/otelbudget"
 )
 
-// mergeMetric merges one of the connector's data metrics, as another
-// instance exported it, into svc's keys; other metrics are ignored. Each
-// point is merged whole or refused whole (counted).
-func (c *budgetConnector) mergeMetric(svc string, m pmetric.Metric) {
+// The parts of a key's delta that an export holds: both histograms and
+// the window's two ends are always there (the counts only for the outcomes
+// that occurred).
+const (
+	partCompleted = 1 << iota
+	partCensored
+	partFirst
+	partLast
+	partsAll = partCompleted | partCensored | partFirst | partLast
+)
+
+// stage is one key's points in one export (one resource's metrics): read
+// whole, then validated and applied whole, or refused whole.
+type stage struct {
+	key    key
+	h      hist
+	parts  uint8  // partCompleted...
+	ended  uint8  // the outcomes counted, by 1 << index in endedOrder
+	bad    string // why the key's points are refused; "": none yet
+	points uint64 // the points read
+}
+
+func (st *stage) refuse(why string) {
+	if st.bad == "" {
+		st.bad = why
+	}
+}
+
+// stager collects one resource's points by step, in the order first seen.
+type stager struct {
+	svc    string
+	order  []*stage
+	byStep map[string]*stage
+}
+
+func (sg *stager) get(step string) *stage {
+	st := sg.byStep[step]
+	if st == nil {
+		st = &stage{key: key{sg.svc, step}}
+		sg.byStep[step] = st
+		sg.order = append(sg.order, st)
+	}
+	st.points++
+	return st
+}
+
+// mergeResource merges one resource's data metrics (another instance's
+// export for the service svc) into the keys: each key's points are read
+// into a stage, checked together (every part there once, the counts equal
+// to the histograms' totals, the maxima in their top buckets, the window
+// ordered, not after now + MaxClockSkew, the names within
+// MaxNameLength, no counter overflow), then applied together or refused
+// together, counted in the connector's telemetry. Other metrics are ignored.
+func (c *budgetConnector) mergeResource(svc string, sms pmetric.ScopeMetricsSlice, t *tally) {
+	sg := stager{svc: svc, byStep: map[string]*stage{}}
+	for j := range sms.Len() {
+		ms := sms.At(j).Metrics()
+		for k := range ms.Len() {
+			c.stageMetric(&sg, ms.At(k), t)
+		}
+	}
+	for _, st := range sg.order {
+		if why := c.check(st); why != "" {
+			t.points[1] += int64(st.points)
+			t.refused++
+			c.logger.Debug("deadlinebudget: a key's points refused", zap.String("service.name", truncate(st.key.service)), zap.String("deadline.step", truncate(st.key.step)), zap.String("why", why))
+			continue
+		}
+		c.store.get(st.key).pending.merge(&st.h)
+		t.points[0] += int64(st.points)
+	}
+}
+
+// truncate shortens a name for a log line.
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// check validates a stage; it returns why it is refused, "" when it is
+// not.
+func (c *budgetConnector) check(st *stage) string {
+	h := &st.h
+	maxLen := c.cfg.MaxNameLength
+	now := c.now()
+	switch {
+	case st.bad != "":
+		return st.bad
+	case len(st.key.service) > maxLen || len(st.key.step) > maxLen:
+		return "a name longer than max_name_length"
+	case st.parts != partsAll:
+		return "a part missing (both histograms, first_sample and last_sample are needed)"
+	case max(h.successes, h.errors, h.timeouts, h.cuts) > maxDeltaSamples:
+		return "more attempts in one interval than a delta holds (2^56)" // before any sum of them can wrap
+	case h.samples() == 0:
+		return "no attempts"
+	case h.last > now.Add(c.cfg.MaxClockSkew).UnixMilli():
+		return "last_sample after now + max_clock_skew"
+	}
+	if err := h.histogram(&c.scratch); err != nil {
+		return err.Error()
+	}
+	n := h.samples()
+	if e := c.store.entries[st.key]; e != nil {
+		n += e.pending.samples()
+	}
+	if n > maxDeltaSamples || n < h.samples() {
+		return "more attempts in one interval than a delta holds (2^56)"
+	}
+	return ""
+}
+
+// maxDeltaSamples bounds the attempts of one key's delta, so that no sum
+// of its counts, nor the exported count (an int64), wraps; the window's
+// slots are bounded when the export adds a delta (maxWindowSamples).
+const maxDeltaSamples = 1 << 56
+
+// stageMetric reads one metric's points into their keys' stages; a point
+// without a deadline.step is refused alone (it names no key).
+func (c *budgetConnector) stageMetric(sg *stager, m pmetric.Metric, t *tally) {
+	var wrong string
 	switch m.Name() {
 	case MetricCompleted, MetricCensored:
+		part := uint8(partCompleted)
+		if m.Name() == MetricCensored {
+			part = partCensored
+		}
 		if m.Type() != pmetric.MetricTypeExponentialHistogram {
-			c.points[1] += uint64(max(1, countPoints(m)))
-			return
+			wrong = m.Name() + " is not an exponential histogram"
+			break
 		}
 		eh := m.ExponentialHistogram()
-		ok := eh.AggregationTemporality() == pmetric.AggregationTemporalityDelta && m.Unit() == "ns"
+		if eh.AggregationTemporality() != pmetric.AggregationTemporalityDelta || m.Unit() != "ns" {
+			wrong = m.Name() + " is not a delta in ns"
+		}
 		dps := eh.DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			step, good := stepOf(dp.Attributes())
-			var s sparse
-			if !ok || !good || !readPoint(dp, &s) {
-				c.points[1]++
+			st := c.stageOf(sg, dp.Attributes(), t)
+			if st == nil {
 				continue
 			}
-			maxD := time.Duration(0)
-			if dp.HasMax() {
-				maxD = time.Duration(dp.Max())
-			}
-			e := c.store.get(key{svc, step})
-			for _, h := range []*hist{&e.total, &e.pending} {
-				if m.Name() == MetricCompleted {
-					h.completed.merge(&s)
-					h.max = max(h.max, maxD)
+			var sp sparse
+			switch {
+			case wrong != "":
+				st.refuse(wrong)
+			case st.parts&part != 0:
+				st.refuse("two " + m.Name() + " points")
+			case !readPoint(dp, &sp):
+				st.refuse(m.Name() + ": not scale 5 with learn's buckets and zero threshold, or a count that does not add up")
+			default:
+				st.parts |= part
+				maxD := time.Duration(0)
+				if dp.HasMax() {
+					maxD = time.Duration(dp.Max())
+				}
+				if part == partCompleted {
+					st.h.completed, st.h.max = sp, maxD
 				} else {
-					h.censored.merge(&s)
-					h.maxCensored = max(h.maxCensored, maxD)
+					st.h.censored, st.h.maxCensored = sp, maxD
 				}
 			}
-			c.points[0]++
 		}
+		return
 	case MetricAttempts:
-		if m.Type() != pmetric.MetricTypeSum || m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta {
-			c.points[1] += uint64(max(1, countPoints(m)))
-			return
+		if m.Type() != pmetric.MetricTypeSum {
+			wrong = m.Name() + " is not a sum"
+			break
+		}
+		if m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta {
+			wrong = m.Name() + " is not a delta"
 		}
 		dps := m.Sum().DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			step, good := stepOf(dp.Attributes())
-			ended := deadline.EndedBy(0)
-			if v, ok := dp.Attributes().Get(string(otelbudget.AttrAttemptEndedBy)); ok {
-				for _, e := range endedOrder {
+			st := c.stageOf(sg, dp.Attributes(), t)
+			if st == nil {
+				continue
+			}
+			idx := -1
+			if v, ok := dp.Attributes().Get(string(otelbudget.AttrAttemptEndedBy)); ok && v.Type() == pcommon.ValueTypeStr {
+				for j, e := range endedOrder {
 					if v.Str() == e.String() {
-						ended = e
+						idx = j
 					}
 				}
 			}
-			if !good || ended == 0 || dp.ValueType() != pmetric.NumberDataPointValueTypeInt || dp.IntValue() < 0 {
-				c.points[1]++
-				continue
-			}
-			n := uint64(dp.IntValue())
-			e := c.store.get(key{svc, step})
-			for _, h := range []*hist{&e.total, &e.pending} {
-				switch ended {
+			switch {
+			case wrong != "":
+				st.refuse(wrong)
+			case idx < 0:
+				st.refuse(m.Name() + ": deadline.attempt.ended_by is not completed, error, attempt_timeout or deadline")
+			case st.ended&(1<<idx) != 0:
+				st.refuse("two " + m.Name() + " points for one outcome")
+			case dp.ValueType() != pmetric.NumberDataPointValueTypeInt || dp.IntValue() < 0:
+				st.refuse(m.Name() + ": not a non-negative int")
+			default:
+				st.ended |= 1 << idx
+				n := uint64(dp.IntValue())
+				switch endedOrder[idx] {
 				case deadline.EndedCompleted:
-					h.successes += n
+					st.h.successes = n
 				case deadline.EndedError:
-					h.errors += n
+					st.h.errors = n
 				case deadline.EndedAttemptTimeout:
-					h.timeouts += n
+					st.h.timeouts = n
 				case deadline.EndedDeadline:
-					h.cuts += n
+					st.h.cuts = n
 				}
 			}
-			c.points[0]++
 		}
+		return
 	case MetricFirst, MetricLast:
+		part := uint8(partFirst)
+		if m.Name() == MetricLast {
+			part = partLast
+		}
 		if m.Type() != pmetric.MetricTypeGauge {
-			c.points[1] += uint64(max(1, countPoints(m)))
-			return
+			wrong = m.Name() + " is not a gauge"
+			break
 		}
 		dps := m.Gauge().DataPoints()
 		for i := range dps.Len() {
 			dp := dps.At(i)
-			step, good := stepOf(dp.Attributes())
-			if !good || dp.ValueType() != pmetric.NumberDataPointValueTypeInt || dp.IntValue() <= 0 {
-				c.points[1]++
+			st := c.stageOf(sg, dp.Attributes(), t)
+			if st == nil {
 				continue
 			}
-			v := dp.IntValue()
-			e := c.store.get(key{svc, step})
-			for _, h := range []*hist{&e.total, &e.pending} {
-				if m.Name() == MetricFirst {
-					if h.first == 0 || v < h.first {
-						h.first = v
-					}
-					h.last = max(h.last, v) // a window is never empty
+			switch {
+			case st.parts&part != 0:
+				st.refuse("two " + m.Name() + " points")
+			case dp.ValueType() != pmetric.NumberDataPointValueTypeInt || dp.IntValue() <= 0:
+				st.refuse(m.Name() + ": not a positive int (Unix ms)")
+			default:
+				st.parts |= part
+				if part == partFirst {
+					st.h.first = dp.IntValue()
 				} else {
-					h.window(min(v, nonZero(h.first, v)), v)
+					st.h.last = dp.IntValue()
 				}
 			}
-			c.points[0]++
+		}
+		return
+	default:
+		return // not ours
+	}
+	// A metric of ours of another type: its points refuse their keys.
+	for _, attrs := range pointAttrs(m) {
+		if st := c.stageOf(sg, attrs, t); st != nil {
+			st.refuse(wrong)
 		}
 	}
 }
 
-func nonZero(a, b int64) int64 {
-	if a == 0 {
-		return b
+// stageOf returns the stage of the key a point names, nil (the point
+// refused and counted) when it names none.
+func (c *budgetConnector) stageOf(sg *stager, attrs pcommon.Map, t *tally) *stage {
+	step, ok := stepOf(attrs)
+	if !ok {
+		t.points[1]++
+		return nil
 	}
-	return a
+	return sg.get(step)
 }
 
-func countPoints(m pmetric.Metric) int {
+// pointAttrs returns the attributes of each of m's points.
+func pointAttrs(m pmetric.Metric) []pcommon.Map {
+	var out []pcommon.Map
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
+		for i := range m.Gauge().DataPoints().Len() {
+			out = append(out, m.Gauge().DataPoints().At(i).Attributes())
+		}
 	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
+		for i := range m.Sum().DataPoints().Len() {
+			out = append(out, m.Sum().DataPoints().At(i).Attributes())
+		}
 	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
+		for i := range m.Histogram().DataPoints().Len() {
+			out = append(out, m.Histogram().DataPoints().At(i).Attributes())
+		}
 	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
+		for i := range m.ExponentialHistogram().DataPoints().Len() {
+			out = append(out, m.ExponentialHistogram().DataPoints().At(i).Attributes())
+		}
 	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
+		for i := range m.Summary().DataPoints().Len() {
+			out = append(out, m.Summary().DataPoints().At(i).Attributes())
+		}
 	}
-	return 0
+	if len(out) == 0 {
+		out = append(out, pcommon.NewMap()) // a metric without points: refused once
+	}
+	return out
 }
 
 func stepOf(attrs pcommon.Map) (string, bool) {

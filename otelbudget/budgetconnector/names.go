@@ -3,8 +3,7 @@ package budgetconnector
 // Names of the metrics the connector exports (docs/attributes.md, "Fleet
 // metrics", and docs/fleet.md say what each means). Every point carries the
 // resource attribute service.name of the service the attempts came from
-// (the connector's own counters carry none) and, but for the counters, the
-// point attribute deadline.step.
+// and, but for the plans', the point attribute deadline.step.
 const (
 	// MetricCompleted is the durations of the completed attempts:
 	// exponential histogram, unit ns, scale 5 (learn.Scale), zero
@@ -56,28 +55,36 @@ const (
 	// under learn's model, unit 1.
 	MetricPlanBudget  = "deadline.fleet.suggestion.plan.budget"
 	MetricPlanSuccess = "deadline.fleet.suggestion.plan.success"
+)
 
+// Names of the connector's own telemetry (through the Collector's
+// component.TelemetrySettings, as every component's: its internal metrics,
+// not the data it exports; documentation.md lists them).
+const (
 	// MetricSpans counts the spans the connector read, by
 	// deadline.fleet.outcome: accepted, not_attempt (no deadline.step and
 	// deadline.attempt.ended_by: not ours), unnamed_step, attribute_type,
 	// not_recorded (canceled, panic, hedge_lost), bad_duration (negative
-	// or above 24h: dropped). Cumulative sum, unit {span}.
-	MetricSpans = "deadline.fleet.connector.spans"
+	// or above 24h, a grant out of that range: dropped), name_too_long
+	// (service.name or deadline.step longer than max_name_length),
+	// bad_time (an end after now + max_clock_skew, or before 1970: a
+	// timestamp that wrapped).
+	MetricSpans = "otelcol_deadlinebudget_spans"
 	// MetricPoints counts the data points of the connector's own metrics
-	// it merged (deadline.fleet.outcome accepted) or refused (rejected:
-	// not delta, not scale 5 in ns, negative buckets, counts that do not
-	// add up, no deadline.step). Cumulative sum, unit {point}.
-	MetricPoints = "deadline.fleet.connector.points"
-	// MetricKeys is the number of (service, step) keys kept: gauge.
-	MetricKeys = "deadline.fleet.connector.keys"
-	// MetricEvicted counts the keys evicted to stay within max_keys:
-	// cumulative sum, unit {key}.
-	MetricEvicted = "deadline.fleet.connector.keys.evicted"
-	// MetricInconsistent counts the keys whose suggestion was skipped at an
-	// export because their merged parts did not add up yet (a merge tier
-	// that received a point's histograms but not its counts): cumulative
-	// sum, unit {key}.
-	MetricInconsistent = "deadline.fleet.connector.keys.inconsistent"
+	// it merged (deadline.fleet.outcome accepted) or refused (rejected).
+	MetricPoints = "otelcol_deadlinebudget_points"
+	// MetricRefusedKeys counts the keys whose points of one export the
+	// merge tier refused together (a part missing or twice, counts that do
+	// not add up to the histograms, a window after now + max_clock_skew, a
+	// name too long, counts past their bounds).
+	MetricRefusedKeys = "otelcol_deadlinebudget_keys_refused"
+	// MetricEvicted counts the keys evicted to stay within max_keys.
+	MetricEvicted = "otelcol_deadlinebudget_keys_evicted"
+	// MetricExpired counts the keys forgotten with nothing left in their
+	// window.
+	MetricExpired = "otelcol_deadlinebudget_keys_expired"
+	// MetricKeys is the number of (service, step) keys kept.
+	MetricKeys = "otelcol_deadlinebudget_keys"
 )
 
 // Attributes of the connector's metrics besides deadline.step and

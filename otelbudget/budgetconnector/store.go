@@ -2,6 +2,7 @@ package budgetconnector
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
@@ -46,7 +47,7 @@ func (s *sparse) addIndex(i int32, n uint64) {
 	switch {
 	case i < s.offset:
 		grow := int(s.offset - i)
-		c := make([]uint64, len(s.counts)+grow, len(s.counts)+grow+grow/2)
+		c := make([]uint64, len(s.counts)+grow, min(len(s.counts)+grow+grow/2, keptBuckets))
 		copy(c[grow:], s.counts)
 		s.counts, s.offset = c, i
 	case int(i-s.offset) >= len(s.counts):
@@ -54,7 +55,9 @@ func (s *sparse) addIndex(i int32, n uint64) {
 		if need <= cap(s.counts) {
 			s.counts = s.counts[:need]
 		} else {
-			s.counts = append(s.counts, make([]uint64, need-len(s.counts))...)
+			c := make([]uint64, need, min(need+need/2, keptBuckets))
+			copy(c, s.counts)
+			s.counts = c
 		}
 	}
 	s.counts[i-s.offset] += n
@@ -83,6 +86,11 @@ func (s *sparse) reset() {
 	}
 	s.under, s.over, s.offset = 0, 0, 0
 }
+
+// keptBuckets is the number of learn's kept buckets: no series holds more
+// (its capacity included), so one series takes at most 8 × keptBuckets
+// bytes, 8.5 KiB.
+const keptBuckets = learn.MaxIndex - learn.MinIndex + 1
 
 // keepBuckets is the most buckets a reset series keeps allocated: 1 KiB.
 const keepBuckets = 128
@@ -169,17 +177,76 @@ func (h *hist) histogram(dst *learn.Histogram) error {
 	return dst.SetSeries(h.completed.series(), h.censored.series())
 }
 
+// merge adds o to h: learn.Histogram.Merge's rule on sparse series.
+func (h *hist) merge(o *hist) {
+	h.completed.merge(&o.completed)
+	h.censored.merge(&o.censored)
+	h.successes += o.successes
+	h.errors += o.errors
+	h.timeouts += o.timeouts
+	h.cuts += o.cuts
+	h.max = max(h.max, o.max)
+	h.maxCensored = max(h.maxCensored, o.maxCensored)
+	if o.first != 0 {
+		h.window(o.first, o.last)
+	}
+}
+
 // key is what the connector keeps histograms by.
 type key struct{ service, step string }
 
-// entry is one key's data: everything since the connector started
-// (total, which its suggestions rest on) and what arrived since the last
-// export (pending, the delta exported), in a list from the most recently
-// updated to the least.
+// entry is one key's data: what arrived since the last export (pending,
+// the delta exported; ingestion writes only it, under the connector's
+// lock), and its window, a ring of windowSlots slots (ring[store.cur] is
+// the slot being filled) that only the export writes (under its own lock:
+// it adds each delta to the current slot, without the ingestion lock); in
+// a list from the most recently updated to the least.
 type entry struct {
-	key            key
-	total, pending hist
-	prev, next     *entry
+	key        key
+	pending    hist
+	ring       [windowSlots]hist
+	prev, next *entry
+}
+
+// maxEntryBytes bounds one key's memory but for its two names: the entry,
+// its 4 slots and its pending delta, each two series of at most
+// keptBuckets buckets (8 704 bytes, which Go's allocator serves from its
+// 9 472-byte size class), and its slot in the store's map (about 100
+// bytes, counted as 1 KiB). About 95 KiB.
+const maxEntryBytes = int(unsafe.Sizeof(entry{})) + (windowSlots+1)*2*maxSeriesBytes + 1024
+
+// maxSeriesBytes is the most one series' buckets take on the heap:
+// 8 × keptBuckets rounded up to Go's size class.
+const maxSeriesBytes = 9472
+
+// windowSlots is the number of slots a window is kept in: the oldest slot
+// is dropped whole, so a suggestion rests on between (windowSlots-1)/windowSlots
+// of the window and the whole of it.
+const windowSlots = 4
+
+// add records one sample in the key's delta.
+func (e *entry) add(ended deadline.EndedBy, d time.Duration, at time.Time) {
+	e.pending.add(ended, d, at)
+}
+
+// windowSamples is the number of attempts in the key's window (the
+// export's lock held).
+func (e *entry) windowSamples() uint64 {
+	var n uint64
+	for i := range e.ring {
+		n += e.ring[i].samples()
+	}
+	return n
+}
+
+// sum fills dst with the key's window and its delta: what the next export
+// will see before it rotates (both locks held).
+func (e *entry) sum(dst *hist) {
+	dst.reset()
+	dst.merge(&e.pending)
+	for i := range e.ring {
+		dst.merge(&e.ring[i])
+	}
 }
 
 // store holds the entries, at most max of them: a new key past that
@@ -188,11 +255,28 @@ type store struct {
 	max     int
 	entries map[key]*entry
 	head    *entry // most recently updated; head.prev is the least
+	cur     int    // the ring slot being filled
 	evicted uint64
+	expired uint64
 }
 
 func newStore(maxKeys int) *store {
 	return &store{max: maxKeys, entries: map[key]*entry{}}
+}
+
+// rotate starts the next slot of every key's window, dropping the oldest
+// one; a key left with nothing in its window and no delta to export is
+// forgotten (counted in expired).
+func (s *store) rotate() {
+	s.cur = (s.cur + 1) % windowSlots
+	for k, e := range s.entries {
+		e.ring[s.cur].reset()
+		if e.pending.samples() == 0 && e.windowSamples() == 0 {
+			s.unlink(e)
+			delete(s.entries, k)
+			s.expired++
+		}
+	}
 }
 
 // get returns k's entry, created (evicting the least recently updated
