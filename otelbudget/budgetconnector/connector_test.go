@@ -103,13 +103,6 @@ func TestConfigValidate(t *testing.T) {
 		assert.Equal(t, tc.field, ce.Field)
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 	}
-	x := NewExtensionFactory().CreateDefaultConfig().(*ExtensionConfig)
-	x.Endpoint = "nope"
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
-	x.Endpoint, x.Path = "localhost:1", "v1"
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
-	x.Path, x.MaxAgents = "", 0
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
 }
 
 // The connector's histograms are learn's, bucket for bucket: what learn
