@@ -80,7 +80,9 @@ type Status struct {
 // configuration the server pushes:
 //
 //   - its [ConfigKey] entry must hold a body that [ParseCeilings] accepts,
-//     of content type [ContentType], computed for this service.name;
+//     of content type [ContentType], computed for this service.name, with
+//     no step's ceiling below the client's floor ([WithMinCeiling], 1 ms
+//     by default);
 //   - its steps become sink's priors, replacing the previous ones at once
 //     ([Sink]; a step the body omits loses its prior);
 //   - the client answers APPLIED with the config's hash, or FAILED with a
@@ -274,6 +276,17 @@ func (c *Client) read(rc *protobufs.AgentRemoteConfig) (Ceilings, error) {
 	}
 	if ceilings.Service != c.cfg.service {
 		return Ceilings{}, &BodyError{Field: "service", Value: fmt.Sprintf("%q", ceilings.Service), Allowed: fmt.Sprintf("%q, this client's service.name", c.cfg.service)}
+	}
+	names := make([]string, 0, len(ceilings.Steps))
+	for name := range ceilings.Steps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if s := ceilings.Steps[name]; s.Ceiling() < c.cfg.minCeiling {
+			return Ceilings{}, &BodyError{Field: fmt.Sprintf("steps[%q].ceiling_ms", name), Value: s.CeilingMS,
+				Allowed: fmt.Sprintf(">= %v, this client's floor (WithMinCeiling)", c.cfg.minCeiling)}
+		}
 	}
 	return ceilings, nil
 }
