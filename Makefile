@@ -5,6 +5,10 @@ STATICCHECK_VERSION := v0.8.2
 # Tools are built once into .bin (ignored by git), named with their version.
 BIN           := $(CURDIR)/.bin
 STATICCHECK   := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# mdatagen v0.159.0 is the newest the module proxy serves (it has none at the
+# Collector's v0.165.0); its output builds against v0.165.0.
+MDATAGEN_VERSION := v0.159.0
+MDATAGEN      := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
 # Fuzzing is bounded by a count of executions, not a duration: with a
 # duration, Go's fuzz coordinator can fail a clean run with "context
 # deadline exceeded" (golang/go#75804, fixed in go1.27). 30000x is a few
@@ -35,7 +39,7 @@ SHORT_MODULES := bench
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: generate all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
@@ -169,6 +173,18 @@ $(STATICCHECK):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@mv $(BIN)/staticcheck $@
+
+## generate: the Collector components' metadata, lifecycle tests and
+## telemetry from their metadata.yaml (mdatagen); the output is committed.
+generate: $(MDATAGEN)
+	cd otelbudget/budgetconnector/opampextension && $(MDATAGEN) metadata.yaml
+
+# Built in a scratch module (go install would look up the module's
+# deprecation, which the proxy does not answer for mdatagen).
+$(MDATAGEN):
+	@mkdir -p $(BIN)/mdatagen-mod
+	cd $(BIN)/mdatagen-mod && printf 'module tools\n\ngo 1.26.0\n\nrequire go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)\n' >go.mod && \
+		GOFLAGS=-mod=mod $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
 
 ## doc-check: every shell command in README.md and docs/ works as written
 ## from where it says to run it (.ci/doccheck).

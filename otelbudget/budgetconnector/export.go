@@ -13,7 +13,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // Version is the connector's version, the scope version of its metrics.
@@ -46,7 +46,7 @@ func (c *budgetConnector) export(ctx context.Context) error {
 }
 
 // collect is export's part under the lock.
-func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
+func (c *budgetConnector) collect() (pmetric.Metrics, []fleetceilings.Ceilings) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -66,7 +66,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 	sort.Strings(services)
 
 	md := pmetric.NewMetrics()
-	var ceilings []budgetopamp.Ceilings
+	var ceilings []fleetceilings.Ceilings
 	for _, svc := range services {
 		entries := bySvc[svc]
 		sort.Slice(entries, func(i, j int) bool { return entries[i].key.step < entries[j].key.step })
@@ -76,7 +76,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 		sm.Scope().SetName(ScopeName)
 		sm.Scope().SetVersion(Version)
 		m := newMetricSet(sm.Metrics(), start, ts)
-		cl := budgetopamp.Ceilings{Schema: budgetopamp.Schema, Service: svc, ComputedAt: now.UTC().Truncate(time.Millisecond), Steps: map[string]budgetopamp.StepCeiling{}}
+		cl := fleetceilings.Ceilings{Schema: fleetceilings.Schema, Service: svc, ComputedAt: now.UTC().Truncate(time.Millisecond), Steps: map[string]fleetceilings.StepCeiling{}}
 		sugs := map[string]*learn.Histogram{}
 		inPlan := map[string]bool{}
 		for _, p := range c.cfg.Plans {
@@ -104,7 +104,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings) {
 			s, err := learn.Suggest(step, h, opts)
 			m.suggestion(step, s, err, h)
 			if err == nil {
-				cl.Steps[step] = budgetopamp.StepCeiling{CeilingMS: ms(s.Ceiling), EstimateMS: ms(s.Estimate), Quantile: s.Quantile, Margin: s.Margin,
+				cl.Steps[step] = fleetceilings.StepCeiling{CeilingMS: ms(s.Ceiling), EstimateMS: ms(s.Estimate), Quantile: s.Quantile, Margin: s.Margin,
 					Samples: s.Samples, Censored: s.CeilingTimeouts + s.DeadlineCuts}
 			}
 			if !h.First.IsZero() && (cl.WindowStart.IsZero() || h.First.Before(cl.WindowStart)) {

@@ -220,7 +220,7 @@ func (c *Client) onMessage(ctx context.Context, msg *types.MessageData) {
 	status := &protobufs.RemoteConfigStatus{LastRemoteConfigHash: bytes.Clone(rc.ConfigHash), Status: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED}
 	ceilings, err := c.read(rc)
 	if err == nil {
-		err = c.sink.SetPriors(ceilings.priors())
+		err = c.sink.SetPriors(priors(ceilings))
 	}
 	c.mu.Lock()
 	if err != nil {
@@ -292,7 +292,7 @@ func (c *Client) read(rc *protobufs.AgentRemoteConfig) (Ceilings, error) {
 }
 
 // priors returns c's steps as learn priors.
-func (c Ceilings) priors() map[string]learn.Prior {
+func priors(c Ceilings) map[string]learn.Prior {
 	p := make(map[string]learn.Prior, len(c.Steps))
 	for name, s := range c.Steps {
 		p[name] = learn.Prior{Ceiling: s.Ceiling(), Quantile: s.Quantile, Samples: s.Samples, First: c.WindowStart, Last: c.WindowEnd}

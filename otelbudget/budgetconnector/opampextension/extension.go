@@ -19,11 +19,10 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/opampextension/internal/metadata"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // served is one service's current remote config.
@@ -61,10 +60,9 @@ type extensionImpl struct {
 
 	// dropped counts agents disconnected because a push to them did not
 	// finish within SendTimeout; refused, agents and connections turned
-	// away by MaxAgents.
+	// away by MaxAgents. The Collector's telemetry has them too.
 	dropped, refused atomic.Int64
-	droppedCounter   metric.Int64Counter
-	refusedCounter   metric.Int64Counter
+	telemetry        *metadata.TelemetryBuilder
 
 	mu       sync.Mutex
 	services map[string]*served
@@ -80,26 +78,22 @@ type extensionImpl struct {
 // CeilingsPublisher is what the deadlinebudget connector calls at every
 // export; the extension implements it.
 type CeilingsPublisher interface {
-	PublishCeilings(c budgetopamp.Ceilings)
+	PublishCeilings(c fleetceilings.Ceilings)
 }
 
 var _ CeilingsPublisher = (*extensionImpl)(nil)
 
-func newExtension(set extension.Settings, cfg *Config) *extensionImpl {
+func newExtension(set extension.Settings, cfg *Config) (*extensionImpl, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("deadlinebudget_opamp: its telemetry: %w", err)
+	}
 	logger := set.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	x := &extensionImpl{cfg: cfg, set: set, logger: logger, services: map[string]*served{},
-		agents: map[string]*agentState{}, conns: map[types.Connection]*wsConn{}}
-	if mp := set.MeterProvider; mp != nil {
-		m := mp.Meter(metadata.ScopeName)
-		x.droppedCounter, _ = m.Int64Counter("deadline.opamp.agents.dropped",
-			metric.WithDescription("Agents disconnected because a push to them did not finish within send_timeout."), metric.WithUnit("{agent}"))
-		x.refusedCounter, _ = m.Int64Counter("deadline.opamp.agents.refused",
-			metric.WithDescription("Agents and WebSocket connections turned away because max_agents was reached."), metric.WithUnit("{agent}"))
-	}
-	return x
+	return &extensionImpl{cfg: cfg, set: set, logger: logger, telemetry: tb, services: map[string]*served{},
+		agents: map[string]*agentState{}, conns: map[types.Connection]*wsConn{}}, nil
 }
 
 // Start starts the OpAMP server on the Collector's HTTP server
@@ -153,6 +147,7 @@ func (x *extensionImpl) Shutdown(ctx context.Context) error {
 	x.mu.Lock()
 	x.closed = true
 	srv := x.srv
+	x.srv = nil
 	conns := make([]types.Connection, 0, len(x.conns))
 	for c := range x.conns {
 		conns = append(conns, c)
@@ -167,6 +162,7 @@ func (x *extensionImpl) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		_ = c.Disconnect()
 	}
+	x.telemetry.Shutdown()
 	done := make(chan struct{})
 	go func() { x.workers.Wait(); close(done) }()
 	select {
@@ -183,7 +179,7 @@ func (x *extensionImpl) Shutdown(ctx context.Context) error {
 // finish within SendTimeout disconnects that agent alone), the others at
 // their next poll. A body that fails budgetopamp's validation is logged
 // and not served. It does not block on the network.
-func (x *extensionImpl) PublishCeilings(c budgetopamp.Ceilings) {
+func (x *extensionImpl) PublishCeilings(c fleetceilings.Ceilings) {
 	if err := c.Validate(); err != nil {
 		x.logger.Warn("deadlinebudget_opamp: ceilings not served", zap.String("service", c.Service), zap.Error(err))
 		return
@@ -252,9 +248,7 @@ func (x *extensionImpl) send(w *wsConn) {
 		t.Stop()
 		if late.Load() {
 			x.dropped.Add(1)
-			if x.droppedCounter != nil {
-				x.droppedCounter.Add(context.Background(), 1)
-			}
+			x.telemetry.DeadlinebudgetOpampAgentsDropped.Add(context.Background(), 1)
 			x.logger.Warn("deadlinebudget_opamp: an agent did not take a push within send_timeout: disconnected",
 				zap.Duration("send_timeout", x.cfg.SendTimeout))
 		} else if err != nil {
@@ -288,7 +282,7 @@ func response(uid []byte, s *served) *protobufs.ServerToAgent {
 		msg.RemoteConfig = &protobufs.AgentRemoteConfig{
 			ConfigHash: s.hash,
 			Config: &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
-				budgetopamp.ConfigKey: {Body: s.body, ContentType: budgetopamp.ContentType},
+				fleetceilings.ConfigKey: {Body: s.body, ContentType: fleetceilings.ContentType},
 			}},
 		}
 	}
@@ -327,9 +321,7 @@ func (x *extensionImpl) onConnecting(r *http.Request) types.ConnectionResponse {
 
 func (x *extensionImpl) countRefused() {
 	x.refused.Add(1)
-	if x.refusedCounter != nil {
-		x.refusedCounter.Add(context.Background(), 1)
-	}
+	x.telemetry.DeadlinebudgetOpampAgentsRefused.Add(context.Background(), 1)
 }
 
 func (x *extensionImpl) onConnected(conn types.Connection) {

@@ -17,10 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/agenttest"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/opampextension/internal/metadatatest"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 func TestFactoryDefaults(t *testing.T) {
@@ -189,7 +192,7 @@ func dialSlow(t *testing.T, addr string) *websocket.Conn {
 
 // bigCeilings is a valid set of learn.MaxSteps steps with long names: a
 // body of about 90 KB.
-func bigCeilings(service string, ms float64) budgetopamp.Ceilings {
+func bigCeilings(service string, ms float64) fleetceilings.Ceilings {
 	c := agenttest.Ceilings(service, ms)
 	for i := range 255 {
 		c.Steps[fmt.Sprintf("step-%03d-%s", i, strings.Repeat("x", 200))] = c.Steps["fetch"]
@@ -293,7 +296,13 @@ func TestSlowAgentDropped(t *testing.T) {
 func TestMaxAgentsRefusesConnections(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxAgents = 2
-	x := start(t, cfg, nil)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	ext, err := NewFactory().Create(context.Background(), metadatatest.NewSettings(tt), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), host{}))
+	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+	x := ext.(*extensionImpl)
 	addr := x.Addr().String()
 	for range 2 {
 		c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+DefaultPath, nil)
@@ -310,6 +319,7 @@ func TestMaxAgentsRefusesConnections(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	_ = resp.Body.Close()
 	assert.Equal(t, int64(1), x.refused.Load())
+	metadatatest.AssertEqualDeadlinebudgetOpampAgentsRefused(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 }
 
 // A WebSocket message larger than max_request_body_size ends the

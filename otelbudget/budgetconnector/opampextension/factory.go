@@ -41,5 +41,5 @@ func createDefaultConfig() component.Config {
 }
 
 func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newExtension(set, cfg.(*Config)), nil
+	return newExtension(set, cfg.(*Config))
 }

@@ -1,6 +1,6 @@
 // Package agenttest is an OpAMP agent for tests: opamp-go's client over
 // WebSocket or plain HTTP, identified by a service.name, that applies the
-// ceilings it is sent (budgetopamp.ParseCeilings) and reports it.
+// ceilings it is sent (fleetceilings.Parse) and reports it.
 package agenttest
 
 import (
@@ -18,22 +18,22 @@ import (
 	"github.com/open-telemetry/opamp-go/protobufs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // Agent is a running test agent; the test's cleanup stops it.
 type Agent struct {
 	c    client.OpAMPClient
 	mu   sync.Mutex
-	ce   []budgetopamp.Ceilings
+	ce   []fleetceilings.Ceilings
 	last []byte // the hash last applied
 }
 
 // Got returns the ceilings applied so far, oldest first.
-func (a *Agent) Got() []budgetopamp.Ceilings {
+func (a *Agent) Got() []fleetceilings.Ceilings {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]budgetopamp.Ceilings(nil), a.ce...)
+	return append([]fleetceilings.Ceilings(nil), a.ce...)
 }
 
 // Options are an agent's transport settings.
@@ -86,8 +86,8 @@ func Start(t *testing.T, hostport, path, service string, o Options) *Agent {
 				// said it was applied: a real client applies it once.
 				return
 			}
-			f := msg.RemoteConfig.GetConfig().GetConfigMap()[budgetopamp.ConfigKey]
-			c, err := budgetopamp.ParseCeilings(f.GetBody())
+			f := msg.RemoteConfig.GetConfig().GetConfigMap()[fleetceilings.ConfigKey]
+			c, err := fleetceilings.Parse(f.GetBody())
 			st := &protobufs.RemoteConfigStatus{LastRemoteConfigHash: msg.RemoteConfig.ConfigHash, Status: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED}
 			if err != nil {
 				st.Status, st.ErrorMessage = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, err.Error()
@@ -104,7 +104,7 @@ func Start(t *testing.T, hostport, path, service string, o Options) *Agent {
 }
 
 // Ceilings is a valid set of one step, "fetch", with the ceiling ms.
-func Ceilings(service string, ms float64) budgetopamp.Ceilings {
-	return budgetopamp.Ceilings{Service: service, ComputedAt: time.Now(),
-		Steps: map[string]budgetopamp.StepCeiling{"fetch": {CeilingMS: ms, EstimateMS: ms / 1.2, Quantile: 0.99, Margin: 1.2, Samples: 1000}}}
+func Ceilings(service string, ms float64) fleetceilings.Ceilings {
+	return fleetceilings.Ceilings{Service: service, ComputedAt: time.Now(),
+		Steps: map[string]fleetceilings.StepCeiling{"fetch": {CeilingMS: ms, EstimateMS: ms / 1.2, Quantile: 0.99, Margin: 1.2, Samples: 1000}}}
 }
