@@ -263,6 +263,15 @@ func TestAgentsBoundedOnOneSocket(t *testing.T) {
 	x.mu.Unlock()
 	assert.True(t, stuck, "the silent socket's push is stuck, the real agent's went out")
 
+	// One more update, with the silent socket stuck: how long it takes.
+	sent = time.Now()
+	x.PublishCeilings(agenttest.Ceilings("checkout", 500))
+	require.Eventually(t, func() bool {
+		g := real.Got()
+		return g[len(g)-1].Steps["fetch"].CeilingMS == 500
+	}, 10*time.Second, time.Millisecond)
+	t.Logf("with the silent socket's push stuck, the real agent had an update %v after it was published", time.Since(sent))
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	began := time.Now()
