@@ -2,7 +2,7 @@ package opampextension
 
 import (
 	"bufio"
-	"fmt"
+	"errors"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -48,7 +48,7 @@ type boundedConn struct {
 
 // ErrMessageTooLarge ends a WebSocket whose message exceeds
 // max_request_body_size.
-var ErrMessageTooLarge = fmt.Errorf("deadlinebudget_opamp: a WebSocket message exceeds max_request_body_size")
+var ErrMessageTooLarge = errors.New("deadlinebudget_opamp: a WebSocket message exceeds max_request_body_size")
 
 func (b *boundedConn) Read(p []byte) (int, error) {
 	if b.read.Load() > b.limit {

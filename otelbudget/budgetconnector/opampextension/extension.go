@@ -440,7 +440,10 @@ func (x *extensionImpl) onClose(conn types.Connection) {
 	w.pending = nil
 }
 
-// zapLogger is opamp-go's logger over zap.
+// zapLogger is opamp-go's logger over zap. Its errors are about one peer
+// (a message it could not read, a connection it lost): logged at Debug, so
+// that a peer cannot fill the Collector's log; what matters to an operator
+// is counted (dropped, refused) or logged at Warn by the extension itself.
 type zapLogger struct{ l *zap.Logger }
 
 func (z zapLogger) Debugf(_ context.Context, format string, v ...any) {

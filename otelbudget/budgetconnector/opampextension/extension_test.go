@@ -1,6 +1,7 @@
 package opampextension
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -350,4 +351,38 @@ func TestWebSocketMessageBounded(t *testing.T) {
 	defer x.mu.Unlock()
 	assert.Empty(t, x.agents)
 	assert.False(t, errors.Is(err, context.DeadlineExceeded))
+}
+
+// Plain-HTTP agents are bounded by max_agents too: a flood of new instance
+// UIDs forgets plain-HTTP agents, never a WebSocket one, and the agents
+// stay at max_agents.
+func TestMaxAgentsOverPlainHTTP(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxAgents = 10
+	x := start(t, cfg, nil)
+	addr := x.Addr().String()
+	x.PublishCeilings(agenttest.Ceilings("checkout", 120))
+	ws := agenttest.Start(t, addr, DefaultPath, "checkout", agenttest.Options{})
+	require.Eventually(t, func() bool { return len(ws.Got()) == 1 }, 10*time.Second, time.Millisecond)
+	for i := range 100 {
+		body, err := proto.Marshal(describe([]byte(fmt.Sprintf("uid-%012d", i)), "checkout"))
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+addr+DefaultPath, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	assert.Len(t, x.agents, 10)
+	n := 0
+	for _, a := range x.agents {
+		if a.ws != nil {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "the WebSocket agent is kept")
 }
