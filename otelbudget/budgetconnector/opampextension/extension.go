@@ -62,6 +62,9 @@ type extensionImpl struct {
 	// finish within SendTimeout; refused, agents and connections turned
 	// away by MaxAgents. The Collector's telemetry has them too.
 	dropped, refused atomic.Int64
+	// inHandler counts the requests in the OpAMP handler (a WebSocket's
+	// only until its upgrade).
+	inHandler atomic.Int64
 	telemetry        *metadata.TelemetryBuilder
 
 	mu       sync.Mutex
@@ -108,6 +111,8 @@ func (x *extensionImpl) Start(ctx context.Context, host component.Host) error {
 	mux := http.NewServeMux()
 	maxBody := x.cfg.maxBody()
 	mux.Handle(x.cfg.path(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		x.inHandler.Add(1)
+		defer x.inHandler.Add(-1)
 		handle(&boundedHijack{ResponseWriter: w, limit: maxBody}, r)
 	}))
 	scfg := x.cfg.ServerConfig

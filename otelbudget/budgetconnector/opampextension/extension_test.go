@@ -386,3 +386,25 @@ func TestMaxAgentsOverPlainHTTP(t *testing.T) {
 	}
 	assert.Equal(t, 1, n, "the WebSocket agent is kept")
 }
+
+// Shutdown returns within its context even when a plain-HTTP agent is
+// stuck sending its body: it gives up waiting when the context ends, says
+// so, and closes the connection.
+func TestShutdownWithinItsContext(t *testing.T) {
+	f := NewFactory()
+	ext, err := f.Create(context.Background(), extensiontestSettings(), testConfig())
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), host{}))
+	x := ext.(*extensionImpl)
+	conn, err := net.Dial("tcp", x.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n0123456789", DefaultPath)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return x.inHandler.Load() == 1 }, 10*time.Second, time.Millisecond,
+		"the request is in the handler, reading its body")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = ext.Shutdown(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Shutdown gave up at its context's end")
+}
