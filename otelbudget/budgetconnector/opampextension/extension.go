@@ -65,7 +65,7 @@ type extensionImpl struct {
 	// inHandler counts the requests in the OpAMP handler (a WebSocket's
 	// only until its upgrade).
 	inHandler atomic.Int64
-	telemetry        *metadata.TelemetryBuilder
+	telemetry *metadata.TelemetryBuilder
 
 	mu       sync.Mutex
 	services map[string]*served
