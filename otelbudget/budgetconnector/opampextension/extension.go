@@ -182,7 +182,7 @@ func (x *extensionImpl) Shutdown(ctx context.Context) error {
 // differs from the one served (computed_at aside), the agents connected
 // over WebSocket get it at once, each on its own (a push that does not
 // finish within SendTimeout disconnects that agent alone), the others at
-// their next poll. A body that fails budgetopamp's validation is logged
+// their next poll. A body that fails fleetceilings' validation is logged
 // and not served. It does not block on the network.
 func (x *extensionImpl) PublishCeilings(c fleetceilings.Ceilings) {
 	if err := c.Validate(); err != nil {
