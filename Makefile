@@ -5,6 +5,10 @@ STATICCHECK_VERSION := v0.8.2
 # Tools are built once into .bin (ignored by git), named with their version.
 BIN           := $(CURDIR)/.bin
 STATICCHECK   := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+# mdatagen v0.159.0 is the newest the module proxy serves (it has none at the
+# Collector's v0.165.0); its output builds against v0.165.0.
+MDATAGEN_VERSION := v0.159.0
+MDATAGEN      := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
 # Fuzzing is bounded by a count of executions, not a duration: with a
 # duration, Go's fuzz coordinator can fail a clean run with "context
 # deadline exceeded" (golang/go#75804, fixed in go1.27). 30000x is a few
@@ -35,7 +39,7 @@ SHORT_MODULES := bench
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo generate-budgetconnector bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: generate all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
@@ -116,17 +120,6 @@ demo:
 fleetdemo:
 	@cd examples/fleetdemo && $(GO) run .
 
-## generate-budgetconnector: the deadlinebudget connector's generated metadata (internal/metadata, documentation.md, lifecycle tests) from its metadata.yaml.
-# mdatagen v0.159.0 is the newest version published as a module; the Collector (v0.165.0) has published none since,
-# and v0.159.0's output builds against it. It runs from a throwaway module (go run pkg@version also asks the proxy for the
-# module's version list, which a mirror may not serve).
-MDATAGEN_VERSION := v0.159.0
-generate-budgetconnector:
-	@tmp=$$(mktemp -d) && cd $$tmp && $(GO) mod init mdatagen >/dev/null 2>&1 && \
-	  $(GO) get go.opentelemetry.io/collector/cmd/mdatagen@$(MDATAGEN_VERSION) >/dev/null 2>&1 && \
-	  $(GO) run go.opentelemetry.io/collector/cmd/mdatagen $(CURDIR)/otelbudget/budgetconnector/metadata.yaml; \
-	  rc=$$?; rm -rf $$tmp; exit $$rc
-
 ## bench: hot-path micro-benchmarks, then the side-by-side comparison with the peers.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
@@ -180,6 +173,19 @@ $(STATICCHECK):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@mv $(BIN)/staticcheck $@
+
+## generate: the Collector components' metadata, lifecycle tests and
+## telemetry from their metadata.yaml (mdatagen); the output is committed.
+generate: $(MDATAGEN)
+	cd otelbudget/budgetconnector && $(MDATAGEN) metadata.yaml
+	cd otelbudget/budgetconnector/opampextension && $(MDATAGEN) metadata.yaml
+
+# Built in a scratch module (go install would look up the module's
+# deprecation, which the proxy does not answer for mdatagen).
+$(MDATAGEN):
+	@mkdir -p $(BIN)/mdatagen-mod
+	cd $(BIN)/mdatagen-mod && printf 'module tools\n\ngo 1.26.0\n\nrequire go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)\n' >go.mod && \
+		GOFLAGS=-mod=mod $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
 
 ## doc-check: every shell command in README.md and docs/ works as written
 ## from where it says to run it (.ci/doccheck).

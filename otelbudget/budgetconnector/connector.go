@@ -21,7 +21,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/metadata"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // CeilingsPublisher receives each service's ceilings at every export: the
@@ -30,7 +30,7 @@ import (
 // extensions by [Config.OpAMP]. PublishCeilings must not block for long
 // and must not keep c.Steps beyond the call if it changes it.
 type CeilingsPublisher interface {
-	PublishCeilings(c budgetopamp.Ceilings)
+	PublishCeilings(c fleetceilings.Ceilings)
 }
 
 // outcomes of a span read (deadline.fleet.outcome).

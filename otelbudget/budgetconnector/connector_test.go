@@ -119,14 +119,6 @@ func TestConfigValidate(t *testing.T) {
 		fields = append(fields, ce.Field)
 	}
 	assert.Equal(t, []string{"export_interval", "max_name_length", "plans[0].steps[0].step", "plans[1].steps[0]"}, fields)
-
-	x := NewExtensionFactory().CreateDefaultConfig().(*ExtensionConfig)
-	x.Endpoint = "nope"
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
-	x.Endpoint, x.Path = "localhost:1", "v1"
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
-	x.Path, x.MaxAgents = "", 0
-	require.ErrorIs(t, x.Validate(), ErrInvalidConfig)
 }
 
 // The connector's histograms are learn's, bucket for bucket: what learn

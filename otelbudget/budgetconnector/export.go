@@ -14,7 +14,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // Version is the connector's version, the scope version of its metrics.
@@ -97,7 +97,7 @@ func (c *budgetConnector) snapshot() (snaps []keySnap, counts tally, start, now 
 }
 
 // collect builds an export's metrics and ceilings from a snapshot.
-func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, tally) {
+func (c *budgetConnector) collect() (pmetric.Metrics, []fleetceilings.Ceilings, tally) {
 	snaps, counts, startT, now := c.snapshot()
 	cur := c.store.cur // only snapshot changes it, under exportMu
 	var window hist
@@ -114,7 +114,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, ta
 	})
 
 	md := pmetric.NewMetrics()
-	var ceilings []budgetopamp.Ceilings
+	var ceilings []fleetceilings.Ceilings
 	for lo := 0; lo < len(snaps); {
 		svc := snaps[lo].e.key.service
 		hi := lo
@@ -127,7 +127,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, ta
 		sm.Scope().SetName(ScopeName)
 		sm.Scope().SetVersion(Version)
 		m := newMetricSet(sm.Metrics(), start, ts)
-		cl := budgetopamp.Ceilings{Schema: budgetopamp.Schema, Service: svc, ComputedAt: now.UTC().Truncate(time.Millisecond), Steps: map[string]budgetopamp.StepCeiling{}}
+		cl := fleetceilings.Ceilings{Schema: fleetceilings.Schema, Service: svc, ComputedAt: now.UTC().Truncate(time.Millisecond), Steps: map[string]fleetceilings.StepCeiling{}}
 		sugs := map[string]*learn.Histogram{}
 		inPlan := map[string]bool{}
 		for _, p := range c.cfg.Plans {
@@ -170,7 +170,7 @@ func (c *budgetConnector) collect() (pmetric.Metrics, []budgetopamp.Ceilings, ta
 			s, err := learn.Suggest(step, h, opts)
 			m.suggestion(step, s, err, h)
 			if err == nil {
-				cl.Steps[step] = budgetopamp.StepCeiling{CeilingMS: ms(s.Ceiling), EstimateMS: ms(s.Estimate), Quantile: s.Quantile, Margin: s.Margin,
+				cl.Steps[step] = fleetceilings.StepCeiling{CeilingMS: ms(s.Ceiling), EstimateMS: ms(s.Estimate), Quantile: s.Quantile, Margin: s.Margin,
 					Samples: s.Samples, Censored: s.CeilingTimeouts + s.DeadlineCuts}
 			}
 			if !h.First.IsZero() && (cl.WindowStart.IsZero() || h.First.Before(cl.WindowStart)) {

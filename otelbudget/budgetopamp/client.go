@@ -80,7 +80,9 @@ type Status struct {
 // configuration the server pushes:
 //
 //   - its [ConfigKey] entry must hold a body that [ParseCeilings] accepts,
-//     of content type [ContentType], computed for this service.name;
+//     of content type [ContentType], computed for this service.name, with
+//     no step's ceiling below the client's floor ([WithMinCeiling], 1 ms
+//     by default);
 //   - its steps become sink's priors, replacing the previous ones at once
 //     ([Sink]; a step the body omits loses its prior);
 //   - the client answers APPLIED with the config's hash, or FAILED with a
@@ -218,7 +220,7 @@ func (c *Client) onMessage(ctx context.Context, msg *types.MessageData) {
 	status := &protobufs.RemoteConfigStatus{LastRemoteConfigHash: bytes.Clone(rc.ConfigHash), Status: protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED}
 	ceilings, err := c.read(rc)
 	if err == nil {
-		err = c.sink.SetPriors(ceilings.priors())
+		err = c.sink.SetPriors(priors(ceilings))
 	}
 	c.mu.Lock()
 	if err != nil {
@@ -275,11 +277,22 @@ func (c *Client) read(rc *protobufs.AgentRemoteConfig) (Ceilings, error) {
 	if ceilings.Service != c.cfg.service {
 		return Ceilings{}, &BodyError{Field: "service", Value: fmt.Sprintf("%q", ceilings.Service), Allowed: fmt.Sprintf("%q, this client's service.name", c.cfg.service)}
 	}
+	names := make([]string, 0, len(ceilings.Steps))
+	for name := range ceilings.Steps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if s := ceilings.Steps[name]; s.Ceiling() < c.cfg.minCeiling {
+			return Ceilings{}, &BodyError{Field: fmt.Sprintf("steps[%q].ceiling_ms", name), Value: s.CeilingMS,
+				Allowed: fmt.Sprintf(">= %v, this client's floor (WithMinCeiling)", c.cfg.minCeiling)}
+		}
+	}
 	return ceilings, nil
 }
 
 // priors returns c's steps as learn priors.
-func (c Ceilings) priors() map[string]learn.Prior {
+func priors(c Ceilings) map[string]learn.Prior {
 	p := make(map[string]learn.Prior, len(c.Steps))
 	for name, s := range c.Steps {
 		p[name] = learn.Prior{Ceiling: s.Ceiling(), Quantile: s.Quantile, Samples: s.Samples, First: c.WindowStart, Last: c.WindowEnd}

@@ -216,6 +216,45 @@ func TestClientRefusesBadBodies(t *testing.T) {
 	}
 }
 
+// A pushed ceiling below the client's floor (1 ms by default, or
+// WithMinCeiling) is refused whole: FAILED, counted, nothing applied.
+func TestClientRefusesCeilingsBelowItsFloor(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts  []budgetopamp.Option
+		low   float64 // ms
+		floor string
+	}{
+		"default floor, 1 ns":   {nil, 1e-6, ">= 1ms"},
+		"default floor, 0.9 ms": {nil, 0.9, ">= 1ms"},
+		"policy floor 20 ms":    {[]budgetopamp.Option{budgetopamp.WithMinCeiling(20 * time.Millisecond)}, 19, ">= 20ms"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := startFleetServer(t, "127.0.0.1:0")
+			_, live := newLive(t, time.Second)
+			c := start(t, f, live, append([]budgetopamp.Option{budgetopamp.WithServiceName("checkout")}, tc.opts...)...)
+			f.agent("checkout")
+			good := remoteConfig(body(t, "checkout", map[string]float64{"fetch": 90, "search": 40}), budgetopamp.ContentType)
+			waitCeiling(t, live, "fetch", 90*time.Millisecond, f.push("checkout", good))
+
+			low := remoteConfig(body(t, "checkout", map[string]float64{"fetch": 80, "search": tc.low}), budgetopamp.ContentType)
+			f.push("checkout", low)
+			st := f.status(low.ConfigHash)
+			assert.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, st.Status)
+			assert.Contains(t, st.ErrorMessage, `steps["search"].ceiling_ms`)
+			assert.Contains(t, st.ErrorMessage, tc.floor)
+			for step, want := range map[string]time.Duration{"fetch": 90 * time.Millisecond, "search": 40 * time.Millisecond} {
+				lc, ok := live.Ceiling(step)
+				require.True(t, ok)
+				assert.Equal(t, want, lc.Ceiling, "%s: nothing applied", step)
+			}
+			s := c.Status()
+			assert.Equal(t, 1, s.Refused)
+			assert.Equal(t, 1, s.Applied)
+			assert.ErrorIs(t, s.LastRefusal, budgetopamp.ErrInvalidBody)
+		})
+	}
+}
+
 type sinkFunc func(map[string]learn.Prior) error
 
 func (f sinkFunc) SetPriors(p map[string]learn.Prior) error { return f(p) }
@@ -241,13 +280,11 @@ func TestClientFleetCeilingClampedToMax(t *testing.T) {
 	_, live := newLive(t, 200*time.Millisecond)
 	c := start(t, f, live, budgetopamp.WithServiceName("checkout"))
 	f.agent("checkout")
-	rc := remoteConfig(body(t, "checkout", map[string]float64{"fetch": 5000, "search": 150, "tiny": 0.0001}), budgetopamp.ContentType)
+	rc := remoteConfig(body(t, "checkout", map[string]float64{"fetch": 5000, "search": 150}), budgetopamp.ContentType)
 	f.push("checkout", rc)
 	waitCeiling(t, live, "fetch", 200*time.Millisecond, time.Now())
 	lc, _ := live.Ceiling("search")
 	assert.Equal(t, 150*time.Millisecond, lc.Ceiling, "below Max: as sent")
-	lc, _ = live.Ceiling("tiny")
-	assert.Equal(t, time.Millisecond, lc.Ceiling, "below Min: Min")
 	assert.Equal(t, 5000.0, c.Status().Ceilings.Steps["fetch"].CeilingMS)
 	assert.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, f.status(rc.ConfigHash).Status)
 }
@@ -282,6 +319,7 @@ func TestStartRefusesBadArguments(t *testing.T) {
 		"empty service":  {"ws://127.0.0.1:1/v1/opamp", live, []budgetopamp.Option{budgetopamp.WithServiceName("")}, "WithServiceName"},
 		"empty instance": {"ws://127.0.0.1:1/v1/opamp", live, []budgetopamp.Option{ok, budgetopamp.WithInstanceID("")}, "WithInstanceID"},
 		"nil logger":     {"ws://127.0.0.1:1/v1/opamp", live, []budgetopamp.Option{ok, budgetopamp.WithLogger(nil)}, "WithLogger"},
+		"zero floor":     {"ws://127.0.0.1:1/v1/opamp", live, []budgetopamp.Option{ok, budgetopamp.WithMinCeiling(0)}, "WithMinCeiling"},
 	} {
 		c, err := budgetopamp.Start(context.Background(), tc.endpoint, tc.sink, tc.opts...)
 		assert.Nil(t, c, name)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
@@ -38,8 +39,13 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// DefaultMinCeiling is the floor of a pushed ceiling when [WithMinCeiling]
+// is not given: a body with a step's ceiling below it is refused.
+const DefaultMinCeiling = time.Millisecond
+
 type config struct {
 	service, instance string
+	minCeiling        time.Duration
 	logger            *slog.Logger
 	header            http.Header
 	tls               *tls.Config
@@ -106,8 +112,23 @@ func WithTLS(cfg *tls.Config) Option {
 	return optionFunc(func(c *config) { c.tls = cfg })
 }
 
+// WithMinCeiling sets the floor of a pushed ceiling (default
+// [DefaultMinCeiling], 1 ms): a body in which a step's ceiling is below it
+// is refused whole (answered FAILED, counted in [Status].Refused), and the
+// sink keeps what it had. A server, or anyone on a plaintext path, then
+// cannot cut every attempt of the process to nothing. Set it to the
+// policies' floor, or above. It must be > 0.
+func WithMinCeiling(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.fail("WithMinCeiling", d, "a floor > 0, e.g. 1ms or the policy's floor")
+		}
+		c.minCeiling = d
+	})
+}
+
 func newConfig(endpoint string, sink Sink, opts []Option) (config, error) {
-	c := config{service: os.Getenv("OTEL_SERVICE_NAME")}
+	c := config{service: os.Getenv("OTEL_SERVICE_NAME"), minCeiling: DefaultMinCeiling}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

@@ -1,20 +1,45 @@
-// Package opampextension is the deadlinebudget_opamp extension under the
-// name the Collector builder (ocb) calls, NewFactory, in a package of its
-// own as a builder config lists one component per package:
+// Package opampextension is the deadlinebudget_opamp extension: an OpAMP
+// server that serves each connected agent the fleet's ceilings for its
+// service.name as remote configuration (docs/fleet.md), fed by a
+// deadlinebudget connector whose `opamp` setting names it. Its server is
+// the Collector's own ([confighttp.ServerConfig]): TLS, auth with any
+// authenticator extension, body and decompression limits.
+//
+// In a Collector builder (ocb) configuration:
 //
 //	extensions:
 //	  - gomod: github.com/deadlinebudget/budget/otelbudget/budgetconnector v0.1.0
 //	    import: github.com/deadlinebudget/budget/otelbudget/budgetconnector/opampextension
-//
-// The extension itself is budgetconnector's (budgetconnector.NewExtensionFactory).
 package opampextension
 
 import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/extension"
 
-	"github.com/deadlinebudget/budget/otelbudget/budgetconnector"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/opampextension/internal/metadata"
 )
 
-// NewFactory returns the deadlinebudget_opamp extension's factory:
-// budgetconnector.NewExtensionFactory.
-func NewFactory() extension.Factory { return budgetconnector.NewExtensionFactory() }
+// Type names the extension in a Collector's configuration.
+const Type = "deadlinebudget_opamp"
+
+// Stability is the extension's stability.
+const Stability = metadata.ExtensionStability
+
+// NewFactory returns the deadlinebudget_opamp extension's factory.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(metadata.Type, createDefaultConfig, create, metadata.ExtensionStability)
+}
+
+func createDefaultConfig() component.Config {
+	srv := confighttp.NewDefaultServerConfig()
+	srv.NetAddr.Endpoint = DefaultEndpoint
+	srv.MaxRequestBodySize = DefaultMaxRequestBodySize
+	return &Config{ServerConfig: srv, Path: DefaultPath, MaxAgents: DefaultMaxAgents, SendTimeout: DefaultSendTimeout}
+}
+
+func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+	return newExtension(set, cfg.(*Config))
+}

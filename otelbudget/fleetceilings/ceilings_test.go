@@ -1,4 +1,4 @@
-package budgetopamp_test
+package fleetceilings_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // contractBody is the example body of the wire contract, with a field this
@@ -29,15 +29,15 @@ const contractBody = `{
 }`
 
 func TestParseCeilingsReadsTheContractBody(t *testing.T) {
-	c, err := budgetopamp.ParseCeilings([]byte(contractBody))
+	c, err := fleetceilings.Parse([]byte(contractBody))
 	require.NoError(t, err)
-	assert.Equal(t, budgetopamp.Schema, c.Schema)
+	assert.Equal(t, fleetceilings.Schema, c.Schema)
 	assert.Equal(t, "checkout", c.Service)
 	assert.Equal(t, time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC), c.ComputedAt.UTC())
 	assert.Equal(t, time.Date(2026, 12, 2, 2, 59, 59, 999e6, time.UTC), c.WindowEnd.UTC())
 	require.Len(t, c.Steps, 2)
 	f := c.Steps["fetch"]
-	assert.Equal(t, budgetopamp.StepCeiling{CeilingMS: 123.4, EstimateMS: 102.8, Quantile: 0.99, Margin: 1.2, Samples: 5000, Censored: 120}, f)
+	assert.Equal(t, fleetceilings.StepCeiling{CeilingMS: 123.4, EstimateMS: 102.8, Quantile: 0.99, Margin: 1.2, Samples: 5000, Censored: 120}, f)
 	assert.Equal(t, 123400*time.Microsecond, f.Ceiling())
 }
 
@@ -45,21 +45,21 @@ func TestParseCeilingsReadsTheContractBody(t *testing.T) {
 // times at the millisecond in UTC.
 func TestCeilingsRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 2, 3, 0, 0, 123456789, time.FixedZone("x", 3600))
-	in := budgetopamp.Ceilings{Service: "checkout", ComputedAt: at, WindowStart: at.Add(-time.Minute), WindowEnd: at,
-		Steps: map[string]budgetopamp.StepCeiling{"fetch": {CeilingMS: 250, EstimateMS: 208.3, Quantile: 0.99, Margin: 1.2, Samples: 7, Censored: 1}}}
+	in := fleetceilings.Ceilings{Service: "checkout", ComputedAt: at, WindowStart: at.Add(-time.Minute), WindowEnd: at,
+		Steps: map[string]fleetceilings.StepCeiling{"fetch": {CeilingMS: 250, EstimateMS: 208.3, Quantile: 0.99, Margin: 1.2, Samples: 7, Censored: 1}}}
 	b, err := in.MarshalJSON()
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"schema":"deadline.fleet.ceilings/v1"`)
 	assert.Contains(t, string(b), `"computed_at":"2026-12-02T02:00:00.123Z"`)
-	out, err := budgetopamp.ParseCeilings(b)
+	out, err := fleetceilings.Parse(b)
 	require.NoError(t, err)
 	assert.Equal(t, in.Steps, out.Steps)
 	assert.Equal(t, at.Truncate(time.Millisecond).UTC(), out.ComputedAt.UTC())
 
-	empty, err := budgetopamp.Ceilings{Service: "s"}.MarshalJSON()
+	empty, err := fleetceilings.Ceilings{Service: "s"}.MarshalJSON()
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"schema":"deadline.fleet.ceilings/v1","service":"s","steps":{}}`, string(empty))
-	c, err := budgetopamp.ParseCeilings(empty)
+	c, err := fleetceilings.Parse(empty)
 	require.NoError(t, err)
 	assert.Empty(t, c.Steps, "no suggestion is a valid body")
 }
@@ -93,10 +93,10 @@ func TestParseCeilingsRefusesBadBodies(t *testing.T) {
 		"neg samples":    {step(`{"ceiling_ms":100,"quantile":0.9,"samples":-1}`), "body", "uint64"},
 		"too many steps": {many.String(), "steps", "at most 256"},
 	} {
-		c, err := budgetopamp.ParseCeilings([]byte(tc.body))
+		c, err := fleetceilings.Parse([]byte(tc.body))
 		require.Error(t, err, name)
-		assert.ErrorIs(t, err, budgetopamp.ErrInvalidBody, name)
-		var be *budgetopamp.BodyError
+		assert.ErrorIs(t, err, fleetceilings.ErrInvalidBody, name)
+		var be *fleetceilings.BodyError
 		require.True(t, errors.As(err, &be), name)
 		assert.Equal(t, tc.field, be.Field, name)
 		assert.Contains(t, err.Error(), tc.msg, name)
@@ -105,6 +105,6 @@ func TestParseCeilingsRefusesBadBodies(t *testing.T) {
 }
 
 func TestStepCeilingSaturates(t *testing.T) {
-	assert.Equal(t, time.Duration(1<<63-1), budgetopamp.StepCeiling{CeilingMS: 1e300}.Ceiling())
-	assert.Equal(t, time.Nanosecond, budgetopamp.StepCeiling{CeilingMS: 1e-6}.Ceiling())
+	assert.Equal(t, time.Duration(1<<63-1), fleetceilings.StepCeiling{CeilingMS: 1e300}.Ceiling())
+	assert.Equal(t, time.Nanosecond, fleetceilings.StepCeiling{CeilingMS: 1e-6}.Ceiling())
 }
