@@ -1,0 +1,88 @@
+package deadlinemcpgo
+
+import (
+	"context"
+	"time"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+)
+
+// ServerOption configures [NewServer].
+type ServerOption interface{ applyServer(*serverConfig) }
+
+type serverOptionFunc func(*serverConfig)
+
+func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
+
+type serverConfig struct {
+	limits    admission.Limits
+	key       string
+	queue     *admission.Queue
+	limiter   *deadline.Limiter
+	admission []func(ctx context.Context, method, name string, a mcpbudget.Admission)
+	err       error
+}
+
+// WithMaxBudget sets the server's own maximum (default
+// admission.DefaultMaxBudget, 30 s): an inbound budget larger than d is
+// clamped to d, and a request without a budget gets d. d <= 0 is invalid,
+// and so is a d at or below the floor ([admission.Limits.Validate]).
+func WithMaxBudget(d time.Duration) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
+}
+
+// WithFloor sets the server's floor (default 0): a request whose effective
+// budget is at or below d is answered at once with the JSON-RPC error
+// [mcpbudget.CodeBudgetRefused], and its handler is not called. d < 0 is
+// invalid, and so is a d at or above the maximum.
+func WithFloor(d time.Duration) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
+}
+
+// WithInboundMetaKey sets the _meta key the server reads the budget from
+// (default [mcpbudget.MetaKey]); it must match the clients'. A key that
+// breaks MCP's rules ([mcpbudget.ValidKey]) makes NewServer return a
+// [*deadline.PolicyError].
+func WithInboundMetaKey(key string) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		if !mcpbudget.ValidKey(key) && c.err == nil {
+			c.err = &deadline.PolicyError{Field: "deadlinemcpgo.WithInboundMetaKey", Value: key, Allowed: mcpbudget.KeyRule}
+			return
+		}
+		c.key = key
+	})
+}
+
+// WithQueue bounds how many admitted handlers run at once with q
+// ([admission.Queue]): a request waits for a slot only while what is left
+// of its budget covers the floor, and is refused when the queue is full
+// ([admission.RefusalQueueFull]) or it can no longer finish
+// ([admission.RefusalQueueTimeout]). Several servers may share one queue.
+// Set WithQueue or WithLimiter, not both. A nil q adds nothing.
+func WithQueue(q *admission.Queue) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.queue = q })
+}
+
+// WithLimiter bounds the admitted handlers with an adaptive limit
+// ([deadline.Limiter]; [admission.Config].Limiter), its limit following
+// the handlers' latency, by route ([mcpbudget.Route]: "tools/call
+// search"). A nil l adds nothing.
+func WithLimiter(l *deadline.Limiter) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
+}
+
+// WithAdmission adds a function called once per request a handler
+// middleware of the server sees (tools/call, prompts/get, resources/read),
+// on its goroutine, with what the server decided before the handler runs
+// or the refusal is returned. method is the MCP method, name the tool's or
+// prompt's name or the resource's URI. Use it for telemetry. Calls add
+// functions, called in order; a nil f adds nothing.
+func WithAdmission(f func(ctx context.Context, method, name string, a mcpbudget.Admission)) ServerOption {
+	return serverOptionFunc(func(c *serverConfig) {
+		if f != nil {
+			c.admission = append(c.admission, f)
+		}
+	})
+}

@@ -1,0 +1,253 @@
+package deadlinemcpgo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+)
+
+// Transport returns inner, an mcp-go client transport (stdio, streamable
+// HTTP, SSE, in-process), with every request sent under the client's
+// budget rules; see [Client]. Give the result to client.NewClient. The
+// wrapper has the optional interfaces inner has, as mcp-go's own
+// transport.NewLogging does: transport.BidirectionalInterface (requests
+// from the server, such as sampling) and transport.HTTPConnection (the
+// negotiated protocol version), so that the mcp-go client behaves as it
+// does with inner itself; SetConnectionLostHandler and
+// RequiresLegacyProtocol are passed on when inner has them. Wrap one
+// transport once, for one mcp-go client. A nil inner panics.
+func (c *Client) Transport(inner transport.Interface) transport.Interface {
+	if inner == nil {
+		panic("deadlinemcpgo: Client.Transport(nil)")
+	}
+	base := &budgetTransport{c: c, inner: inner}
+	bidir, isBidir := inner.(transport.BidirectionalInterface)
+	httpConn, isHTTP := inner.(transport.HTTPConnection)
+	switch {
+	case isBidir && isHTTP:
+		return &bidirHTTPTransport{bidirTransport{base, bidir}, httpConn}
+	case isBidir:
+		return &bidirTransport{base, bidir}
+	case isHTTP:
+		return &httpTransport{base, httpConn}
+	}
+	return base
+}
+
+// budgetTransport is the wrapper of a transport that has only
+// transport.Interface.
+type budgetTransport struct {
+	c     *Client
+	inner transport.Interface
+}
+
+// Start starts the inner transport.
+func (t *budgetTransport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
+
+// SendNotification sends a notification as it is, without a budget.
+func (t *budgetTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	return t.inner.SendNotification(ctx, n)
+}
+
+// SetNotificationHandler sets the inner transport's handler.
+func (t *budgetTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	t.inner.SetNotificationHandler(h)
+}
+
+// Close closes the inner transport.
+func (t *budgetTransport) Close() error { return t.inner.Close() }
+
+// GetSessionId returns the inner transport's session ID.
+func (t *budgetTransport) GetSessionId() string { return t.inner.GetSessionId() }
+
+// RequiresLegacyProtocol reports what the inner transport does (a
+// streamable HTTP transport that listens continuously rules out protocol
+// 2026-07-28), false when it does not say.
+func (t *budgetTransport) RequiresLegacyProtocol() bool {
+	l, ok := t.inner.(interface{ RequiresLegacyProtocol() bool })
+	return ok && l.RequiresLegacyProtocol()
+}
+
+// SetConnectionLostHandler passes h to the inner transport when it takes
+// one (SSE); otherwise it does nothing.
+func (t *budgetTransport) SetConnectionLostHandler(h func(error)) {
+	if s, ok := t.inner.(interface{ SetConnectionLostHandler(func(error)) }); ok {
+		s.SetConnectionLostHandler(h)
+	}
+}
+
+// SendRequest sends req under the client's budget rules; see [Client].
+func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if mcpbudget.Notification(req.Method) {
+		return t.inner.SendRequest(ctx, req)
+	}
+	c := t.c
+	tool := ""
+	if req.Method == "tools/call" {
+		tool = toolName(req.Params)
+	}
+	p := c.core.Policy(ctx, req.Method, tool, t.safe(req.Method, tool))
+	params := &budgetParams{inner: req.Params, key: c.core.Key()}
+	id := req.ID
+	req.Params = params
+	resp, err := deadline.Do(ctx, c.core.Deadline(ctx), p, func(actx context.Context, info deadline.AttemptInfo) (*transport.JSONRPCResponse, error) {
+		if info.Number > 1 {
+			req.ID = retryID(id, info.Number)
+		}
+		params.ms = mcpbudget.Meta(actx)
+		resp, err := t.inner.SendRequest(actx, req)
+		if err != nil {
+			if actx.Err() != nil {
+				t.cancel(ctx, req)
+			}
+			return nil, mark(err)
+		}
+		if resp.Error != nil {
+			return nil, answerError(resp.Error)
+		}
+		return resp, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if req.Method == "tools/list" {
+		t.observe(resp.Result)
+	}
+	resp.ID = id
+	return resp, nil
+}
+
+// safe reports whether a request may be sent more than once.
+func (t *budgetTransport) safe(method, tool string) bool {
+	if method == "tools/call" {
+		return tool != "" && (t.c.core.IdempotentTool(tool) || t.c.hints.Safe(t, tool))
+	}
+	return mcpbudget.SafeMethod(method)
+}
+
+// observe records the hints of one page of a tools/list result.
+func (t *budgetTransport) observe(result json.RawMessage) {
+	var l listedTools
+	if json.Unmarshal(result, &l) != nil {
+		return
+	}
+	for _, tool := range l.Tools {
+		a := tool.Annotations
+		t.c.hints.Observe(t, tool.Name, a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint,
+			a != nil && a.IdempotentHint != nil && *a.IdempotentHint)
+	}
+}
+
+// cancel tells the server to stop working on req, whose attempt's context
+// ended before its answer: MCP's notifications/cancelled, best effort,
+// waiting at most [CancelWait]. The handshake is never cancelled (MCP
+// forbids it).
+func (t *budgetTransport) cancel(ctx context.Context, req transport.JSONRPCRequest) {
+	if mcpbudget.Handshake(req.Method) {
+		return
+	}
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), CancelWait)
+	defer stop()
+	_ = t.inner.SendNotification(ctx, mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": req.ID, "reason": "deadline budget: the attempt's lease ended"}},
+		},
+	})
+}
+
+// budgetParams are a request's params as sent: the caller's, with the
+// attempt's budget (ms) under key in their _meta. They are written when
+// the transport marshals the request; the caller's params are not changed.
+type budgetParams struct {
+	inner any
+	key   string
+	ms    int64
+}
+
+// MarshalJSON writes the caller's params with the budget in their _meta:
+// {"_meta":{key:ms}} for none, the key added to the _meta they have, or a
+// _meta added to them.
+func (p *budgetParams) MarshalJSON() ([]byte, error) {
+	var b []byte
+	if p.inner != nil {
+		var err error
+		if b, err = json.Marshal(p.inner); err != nil {
+			return nil, err
+		}
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" || string(b) == "{}" {
+		return p.meta(nil), nil
+	}
+	if b[0] != '{' {
+		return b, nil // not an object: no _meta can be carried (JSON-RPC allows an array)
+	}
+	if !bytes.Contains(b, []byte(`"_meta"`)) {
+		out := p.meta(make([]byte, 0, len(b)+len(p.key)+32))
+		out[len(out)-1] = ','
+		return append(out, b[1:]...), nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return b, nil // a _meta that is not an object: sent as the caller wrote it
+		}
+	}
+	meta[p.key] = strconv.AppendInt(nil, p.ms, 10)
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	fields["_meta"] = m
+	return json.Marshal(fields)
+}
+
+// meta appends {"_meta":{"key":ms}} to dst.
+func (p *budgetParams) meta(dst []byte) []byte {
+	dst = append(dst, `{"_meta":{`...)
+	dst = strconv.AppendQuote(dst, p.key)
+	dst = append(dst, ':')
+	dst = strconv.AppendInt(dst, p.ms, 10)
+	return append(dst, "}}"...)
+}
+
+// bidirTransport adds transport.BidirectionalInterface.
+type bidirTransport struct {
+	*budgetTransport
+	bidir transport.BidirectionalInterface
+}
+
+// SetRequestHandler sets the inner transport's handler of the server's
+// requests.
+func (t *bidirTransport) SetRequestHandler(h transport.RequestHandler) { t.bidir.SetRequestHandler(h) }
+
+// httpTransport adds transport.HTTPConnection.
+type httpTransport struct {
+	*budgetTransport
+	http transport.HTTPConnection
+}
+
+// SetProtocolVersion passes the negotiated version to the inner transport.
+func (t *httpTransport) SetProtocolVersion(v string) { t.http.SetProtocolVersion(v) }
+
+// bidirHTTPTransport adds both.
+type bidirHTTPTransport struct {
+	bidirTransport
+	http transport.HTTPConnection
+}
+
+// SetProtocolVersion passes the negotiated version to the inner transport.
+func (t *bidirHTTPTransport) SetProtocolVersion(v string) { t.http.SetProtocolVersion(v) }
