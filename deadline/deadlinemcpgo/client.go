@@ -60,9 +60,9 @@ type ClientOption = mcpbudget.ClientOption
 //
 // # Cancellation
 //
-// When an attempt's lease ends before the answer, the wrapper sends the
-// server notifications/cancelled for that attempt's request, on every
-// transport (mcp-go itself sends none over HTTP, and none when only a
+// When an attempt ends without an answer (its lease ended, or the
+// transport failed after sending it), the wrapper sends the server
+// notifications/cancelled for that attempt's request, on every transport (mcp-go itself sends none over HTTP, and none when only a
 // lease, not the caller's context, ended), waiting at most
 // [CancelWait] for it to be written. Over the in-process transport the
 // server's handler runs under the attempt's context itself, so it ends
@@ -85,7 +85,7 @@ type Client struct {
 // CancelWait is how long a [Client] waits for notifications/cancelled to
 // be written when an attempt's lease ended, before it goes on: a server
 // that does not answer within it is not waited for.
-const CancelWait = 100 * time.Millisecond
+const CancelWait = time.Second
 
 // NewClient returns a Client configured by opts ([mcpbudget.NewClient]
 // checks them, and its error is returned as it is). Nil options are
@@ -124,11 +124,16 @@ func answerError(d *mcp.JSONRPCErrorDetails) error {
 	return &ResponseError{Code: d.Code, Message: d.Message, Data: d.Data, Err: sdk}
 }
 
+// closed reports whether err says the transport or the session is gone,
+// or the caller is not authorized: no retry on it can succeed.
+func closed(err error) bool {
+	return errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, transport.ErrSessionTerminated) ||
+		errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired)
+}
+
 // mark marks a transient failure retryable; see [Client].
 func mark(err error) error {
-	if errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, transport.ErrSessionTerminated) ||
-		errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrOAuthAuthorizationRequired) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if closed(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// A closed transport or session fails every retry; a context error
 		// is the lease's or the caller's, which deadline.Do classifies
 		// itself (an attempt its own ceiling ended is retryable).

@@ -106,12 +106,12 @@ func newBudgetClient(t *testing.T, opts ...deadlinemcpgo.ClientOption) *deadline
 
 // connect starts and initializes an mcp-go client over tr, wrapped by c
 // (bare for a nil c).
-func connect(t *testing.T, c *deadlinemcpgo.Client, tr transport.Interface) *client.Client {
+func connect(t *testing.T, c *deadlinemcpgo.Client, tr transport.Interface, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	if c != nil {
 		tr = c.Transport(tr)
 	}
-	mc := client.NewClient(tr)
+	mc := client.NewClient(tr, opts...)
 	ctx := context.Background()
 	require.NoError(t, mc.Start(ctx))
 	t.Cleanup(func() { mc.Close() })

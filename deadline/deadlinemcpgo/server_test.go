@@ -141,4 +141,3 @@ func TestServerInboundMeta(t *testing.T) {
 		})
 	}
 }
-

@@ -104,7 +104,11 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 		params.ms = mcpbudget.Meta(actx)
 		resp, err := t.inner.SendRequest(actx, req)
 		if err != nil {
-			if actx.Err() != nil {
+			if !closed(err) {
+				// No answer, and the request may have reached the server:
+				// the lease ended (the SSE transport's own timer fires as
+				// the context's deadline comes, before the context ends),
+				// or the transport failed on the way back.
 				t.cancel(ctx, req)
 			}
 			return nil, mark(err)
