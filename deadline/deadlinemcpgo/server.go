@@ -1,8 +1,10 @@
 package deadlinemcpgo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -182,6 +184,13 @@ func (e refusalError) JSONRPCError() mcp.JSONRPCError {
 // inspected. Over stdio and the in-process transport, whose messages this
 // package never sees raw, the last value still wins.
 //
+// It also accepts (HTTP 202) a POST without an Mcp-Session-Id that holds
+// only notifications/cancelled, without passing it on: without a session
+// there is nothing it could cancel (the request's handler ends when its own
+// POST does), and mcp-go answers one that lacks protocol 2026-07-28's
+// _meta, as the go-sdk's client sends it, with HTTP 400, which makes that
+// client close its connection.
+//
 // A nil next panics.
 func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	if next == nil {
@@ -191,7 +200,34 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 			r = mcpbudget.SmallestBody(r, key, server.DefaultMaxRequestBodyBytes)
+			if r.Header.Get(server.HeaderKeySessionID) == "" && sessionlessCancel(r) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sessionlessCancel reports whether r's body (already read into memory by
+// SmallestBody, and put back) is one notifications/cancelled.
+func sessionlessCancel(r *http.Request) bool {
+	if r.ContentLength > 64<<10 {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if err != nil || len(body) > 64<<10 || !bytes.Contains(body, []byte("notifications/cancelled")) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(body, &m) == nil && len(m.ID) == 0 && m.Method == "notifications/cancelled"
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
