@@ -22,12 +22,18 @@ import (
 // negotiated protocol version), so that the mcp-go client behaves as it
 // does with inner itself; SetConnectionLostHandler and
 // RequiresLegacyProtocol are passed on when inner has them. Wrap one
-// transport once, for one mcp-go client. A nil inner panics.
-func (c *Client) Transport(inner transport.Interface) transport.Interface {
+// transport once, for one mcp-go client. A nil inner panics; nil options
+// are ignored.
+func (c *Client) Transport(inner transport.Interface, opts ...TransportOption) transport.Interface {
 	if inner == nil {
 		panic("deadlinemcpgo: Client.Transport(nil)")
 	}
-	base := &budgetTransport{c: c, inner: inner}
+	base := &budgetTransport{c: c, inner: inner, send: inner.SendRequest}
+	for _, o := range opts {
+		if o != nil {
+			base.send = o.wrap(base.send)
+		}
+	}
 	bidir, isBidir := inner.(transport.BidirectionalInterface)
 	httpConn, isHTTP := inner.(transport.HTTPConnection)
 	switch {
@@ -46,7 +52,36 @@ func (c *Client) Transport(inner transport.Interface) transport.Interface {
 type budgetTransport struct {
 	c     *Client
 	inner transport.Interface
+	send  SendFunc // inner.SendRequest, wrapped by WithAttemptMiddleware
 }
+
+// SendFunc sends one attempt of a request and waits for its answer, as
+// transport.Interface's SendRequest.
+type SendFunc func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error)
+
+// TransportOption configures [Client.Transport].
+type TransportOption interface{ wrap(SendFunc) SendFunc }
+
+type attemptMiddleware func(SendFunc) SendFunc
+
+func (m attemptMiddleware) wrap(next SendFunc) SendFunc { return m(next) }
+
+// WithAttemptMiddleware wraps the sending of each attempt with mw: it is
+// called with the attempt's context (its deadline the lease) and request
+// (a retry's with its own ID), whose Params implement [MetaSetter], before
+// the inner transport writes it. otelbudgetmcpgo starts its CLIENT span
+// there. Later options wrap earlier ones. A nil mw adds nothing.
+func WithAttemptMiddleware(mw func(SendFunc) SendFunc) TransportOption {
+	if mw == nil {
+		return nil
+	}
+	return attemptMiddleware(mw)
+}
+
+// MetaSetter is implemented by the params of a request a [Client]'s
+// transport sends: SetMeta adds key to the attempt's _meta (a trace
+// context's traceparent), beside the budget, for this attempt only.
+type MetaSetter interface{ SetMeta(key, value string) }
 
 // Start starts the inner transport.
 func (t *budgetTransport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
@@ -101,8 +136,8 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 		if info.Number > 1 {
 			req.ID = retryID(id, info.Number)
 		}
-		params.ms = mcpbudget.Meta(actx)
-		resp, err := t.inner.SendRequest(actx, req)
+		params.ms, params.extra = mcpbudget.Meta(actx), params.extra[:0]
+		resp, err := t.send(actx, req)
 		if err != nil {
 			if !closed(err) {
 				// No answer, and the request may have reached the server:
@@ -175,6 +210,14 @@ type budgetParams struct {
 	inner any
 	key   string
 	ms    int64
+	extra []string // key, value, … set by SetMeta for the attempt
+}
+
+// SetMeta adds key (not the budget's) to the attempt's _meta.
+func (p *budgetParams) SetMeta(key, value string) {
+	if key != p.key {
+		p.extra = append(p.extra, key, value)
+	}
 }
 
 // MarshalJSON writes the caller's params with the budget in their _meta:
@@ -211,6 +254,9 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 		}
 	}
 	meta[p.key] = strconv.AppendInt(nil, p.ms, 10)
+	for i := 0; i+1 < len(p.extra); i += 2 {
+		meta[p.extra[i]] = appendJSONString(nil, p.extra[i+1])
+	}
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
@@ -219,12 +265,18 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// meta appends {"_meta":{"key":ms}} to dst.
+// meta appends {"_meta":{"key":ms, extra…}} to dst.
 func (p *budgetParams) meta(dst []byte) []byte {
 	dst = append(dst, `{"_meta":{`...)
-	dst = strconv.AppendQuote(dst, p.key)
+	dst = appendJSONString(dst, p.key)
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, p.ms, 10)
+	for i := 0; i+1 < len(p.extra); i += 2 {
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, p.extra[i])
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, p.extra[i+1])
+	}
 	return append(dst, "}}"...)
 }
 
@@ -255,3 +307,15 @@ type bidirHTTPTransport struct {
 
 // SetProtocolVersion passes the negotiated version to the inner transport.
 func (t *bidirHTTPTransport) SetProtocolVersion(v string) { t.http.SetProtocolVersion(v) }
+
+// appendJSONString appends s as a JSON string: Go's quoting where it is
+// JSON's too (printable ASCII), encoding/json's otherwise.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	return strconv.AppendQuote(dst, s)
+}
