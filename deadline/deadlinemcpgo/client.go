@@ -1,6 +1,7 @@
 package deadlinemcpgo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,8 +116,13 @@ func (e *ResponseError) Error() string { return e.Err.Error() }
 // Unwrap returns mcp-go's mapping of the error.
 func (e *ResponseError) Unwrap() error { return e.Err }
 
-// answerError returns the error of a JSON-RPC error answer.
-func answerError(d *mcp.JSONRPCErrorDetails) error {
+// AnswerError returns the error a [Client]'s call holds for a JSON-RPC
+// error the server answered: a [*mcpbudget.RefusedError] for a refusal of
+// the budget, else a [*ResponseError]. A nil d returns nil.
+func AnswerError(d *mcp.JSONRPCErrorDetails) error {
+	if d == nil {
+		return nil
+	}
 	sdk := d.AsError()
 	if r, ok := mcpbudget.NewRefusedError(int64(d.Code), d.Message, d.Data, sdk); ok {
 		return r
@@ -142,11 +148,14 @@ func mark(err error) error {
 	return deadline.Retryable(err)
 }
 
-// toolName returns the name of a tools/call request's params, whatever
-// form mcp-go gives them (the params struct, or the map of its modern
-// protocol's requests).
-func toolName(params any) string {
+// ToolName returns the tool a tools/call request's params name, whatever
+// form mcp-go gives them (the params struct, the map of its modern
+// protocol's requests, or the params a [Client]'s transport sends), "" for
+// none.
+func ToolName(params any) string {
 	switch p := params.(type) {
+	case *budgetParams:
+		return ToolName(p.inner)
 	case mcp.CallToolParams:
 		return p.Name
 	case *mcp.CallToolParams:
@@ -154,8 +163,12 @@ func toolName(params any) string {
 			return p.Name
 		}
 	case map[string]json.RawMessage:
+		raw := bytes.TrimSpace(p["name"])
+		if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw[1 : len(raw)-1])
+		}
 		var name string
-		_ = json.Unmarshal(p["name"], &name)
+		_ = json.Unmarshal(raw, &name)
 		return name
 	case map[string]any:
 		name, _ := p["name"].(string)

@@ -38,3 +38,42 @@ func TestBudgetParams(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"_meta":{"k/x":1,"t":"\u0000é"}}`, string(b))
 }
+
+func TestMetaObject(t *testing.T) {
+	for in, want := range map[string]int{
+		`{"_meta":{"a":1},"name":"s"}`:                 10,
+		`{"name":"s","_meta":{}}`:                      21,
+		`{"arguments":{"_meta":{"x":1}},"name":"s"}`:   -1,
+		`{"name":"\"_meta\":{","x":1}`:                 -1,
+		`{"_meta":null}`:                               -1,
+		`{"a":["_meta",{"_meta":{}}],"_meta":{"b":2}}`: 37,
+		`{"a\\":"_meta","_meta":{}}`:                   24,
+	} {
+		assert.Equal(t, want, metaObject([]byte(in)), in)
+	}
+}
+
+// Whatever JSON object the params marshal to, the budget's params write
+// valid JSON holding the budget once.
+func FuzzBudgetParams(f *testing.F) {
+	for _, s := range []string{`{"_meta":{"a":1},"name":"s"}`, `{"arguments":{"_meta":{}}}`, `{"_meta":{}}`, `{}`, `{"_meta":7}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &inner) != nil {
+			return
+		}
+		p := &budgetParams{inner: inner, key: "k/x", ms: 7}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return // a _meta that is not valid: encoding/json's own error
+		}
+		var out struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		if json.Unmarshal(b, &out) == nil && out.Meta != nil {
+			assert.Equal(t, float64(7), out.Meta["k/x"], "%s", b)
+		}
+	})
+}

@@ -134,7 +134,11 @@ func run[T any](ctx context.Context, s *Server, method, name string, meta *mcp.M
 	if meta != nil {
 		fields = meta.AdditionalFields
 	}
-	a, ticket := mcpbudget.Admit(ctx, s.adm, mcpbudget.Route(method, name), fields, s.cfg.key)
+	route := ""
+	if s.cfg.queue != nil || s.cfg.limiter != nil {
+		route = mcpbudget.Route(method, name) // what the queue tells apart
+	}
+	a, ticket := mcpbudget.Admit(ctx, s.adm, route, fields, s.cfg.key)
 	for _, f := range s.cfg.admission {
 		f(ctx, method, name, a)
 	}

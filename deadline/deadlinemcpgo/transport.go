@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -126,7 +127,7 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 	c := t.c
 	tool := ""
 	if req.Method == "tools/call" {
-		tool = toolName(req.Params)
+		tool = ToolName(req.Params)
 	}
 	p := c.core.Policy(ctx, req.Method, tool, t.safe(req.Method, tool))
 	params := &budgetParams{inner: req.Params, key: c.core.Key()}
@@ -149,7 +150,7 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 			return nil, mark(err)
 		}
 		if resp.Error != nil {
-			return nil, answerError(resp.Error)
+			return nil, AnswerError(resp.Error)
 		}
 		return resp, nil
 	})
@@ -224,6 +225,11 @@ func (p *budgetParams) SetMeta(key, value string) {
 // {"_meta":{key:ms}} for none, the key added to the _meta they have, or a
 // _meta added to them.
 func (p *budgetParams) MarshalJSON() ([]byte, error) {
+	if m, ok := p.inner.(map[string]json.RawMessage); ok {
+		if out, ok := p.rawMap(m); ok {
+			return out, nil
+		}
+	}
 	var b []byte
 	if p.inner != nil {
 		var err error
@@ -242,6 +248,17 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 		out := p.meta(make([]byte, 0, len(b)+len(p.key)+32))
 		out[len(out)-1] = ','
 		return append(out, b[1:]...), nil
+	}
+	if i := metaObject(b); i > 0 && !bytes.Contains(b, []byte(p.key)) {
+		// The _meta object the caller (or mcp-go, for protocol 2026-07-28)
+		// wrote: the budget spliced in after its brace.
+		out := make([]byte, 0, len(b)+len(p.key)+32)
+		out = append(out, b[:i]...)
+		out = p.members(out)
+		if b[i] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, b[i:]...), nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -265,9 +282,59 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
+// rawMap writes params mcp-go gives as a map of raw members (protocol
+// 2026-07-28's requests) without decoding them: the members in key order,
+// as encoding/json writes a map, the budget spliced into the _meta object.
+// It reports false when it cannot (a _meta that is not an object, or that
+// holds the key already), for MarshalJSON's general path.
+func (p *budgetParams) rawMap(m map[string]json.RawMessage) ([]byte, bool) {
+	meta, hasMeta := m["_meta"]
+	if t := bytes.TrimSpace(meta); hasMeta && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(p.key))) {
+		return nil, false
+	}
+	keys := make([]string, 0, len(m)+1)
+	n := 64 + len(p.key)
+	for k, v := range m {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	if !hasMeta {
+		keys = append(keys, "_meta")
+	}
+	slices.Sort(keys)
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(out, k)
+		out = append(out, ':')
+		if k != "_meta" {
+			out = append(out, bytes.TrimSpace(m[k])...)
+			continue
+		}
+		out = append(out, '{')
+		out = p.members(out)
+		if inner := bytes.TrimSpace(meta); len(inner) > 2 {
+			out = append(out, ',')
+			out = append(out, inner[1:]...)
+		} else {
+			out = append(out, '}')
+		}
+	}
+	return append(out, '}'), true
+}
+
 // meta appends {"_meta":{"key":ms, extra…}} to dst.
 func (p *budgetParams) meta(dst []byte) []byte {
 	dst = append(dst, `{"_meta":{`...)
+	dst = p.members(dst)
+	return append(dst, "}}"...)
+}
+
+// members appends "key":ms, extra… (no braces) to dst.
+func (p *budgetParams) members(dst []byte) []byte {
 	dst = appendJSONString(dst, p.key)
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, p.ms, 10)
@@ -277,7 +344,45 @@ func (p *budgetParams) meta(dst []byte) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, p.extra[i+1])
 	}
-	return append(dst, "}}"...)
+	return dst
+}
+
+// metaObject returns the index just after the opening brace of the
+// top-level "_meta" member's object in b, a JSON object as encoding/json
+// writes it, or -1 when it has none or its value is not an object.
+func metaObject(b []byte) int {
+	depth, inString, escaped, keyStart := 0, false, false, -1
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if depth == 1 && keyStart >= 0 && string(b[keyStart:i+1]) == `"_meta"` &&
+					i+2 < len(b) && b[i+1] == ':' && b[i+2] == '{' {
+					return i + 3
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			keyStart = -1
+			if depth == 1 && (b[i-1] == '{' || b[i-1] == ',') {
+				keyStart = i
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return -1
 }
 
 // bidirTransport adds transport.BidirectionalInterface.

@@ -63,21 +63,21 @@ func ClientMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ClientOption,
 		return nil, err
 	}
 	tracer := obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, newConfig(otelOpts))}, nil
+	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, mcpspan.NewConfig(otelOpts))}, nil
 }
 
 // attemptSpans records each request it sends as a CLIENT span.
-func attemptSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
-	prop := cfg.prop
+func attemptSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
+	prop := cfg.Propagator
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
 				return next(ctx, method, req)
 			}
 			p := params(req)
-			ctx, span := mcpspan.StartClient(ctx, tracer, request(method, p, req.GetSession(), cfg.transport))
+			ctx, span := mcpspan.StartClient(ctx, tracer, request(method, p, req.GetSession(), cfg.Network))
 			defer span.End()
-			ctx = context.WithValue(ctx, clientSpanKey{}, clientSpan{span, cfg.transport != ""})
+			ctx = context.WithValue(ctx, clientSpanKey{}, clientSpan{span, cfg.Network != ""})
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
 					prop.Inject(ctx, mcpspan.MetaCarrier(m))

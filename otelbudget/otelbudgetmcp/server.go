@@ -54,7 +54,7 @@ func ServerMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ServerOption,
 		return nil, err
 	}
 	tracer := obs.TracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{serverSpans(tracer, newConfig(otelOpts)), s.Middleware(), endedBy}, nil
+	return []mcp.Middleware{serverSpans(tracer, mcpspan.NewConfig(otelOpts)), s.Middleware(), endedBy}, nil
 }
 
 // serverState is what the three middlewares of one request share: the
@@ -74,8 +74,8 @@ func state(ctx context.Context) *serverState {
 }
 
 // serverSpans starts a SERVER span per inbound request.
-func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
-	prop := cfg.prop
+func serverSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
+	prop := cfg.Propagator
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -87,7 +87,7 @@ func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
 					ctx = prop.Extract(ctx, mcpspan.MetaCarrier(m))
 				}
 			}
-			network := cfg.transport
+			network := cfg.Network
 			if network == "" && req.GetExtra() != nil && req.GetExtra().Header != nil {
 				network = genai.NetworkTransportTCP
 			}
