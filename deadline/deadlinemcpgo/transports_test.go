@@ -165,7 +165,9 @@ func TestTransports(t *testing.T) {
 					}
 				})
 				s := server.NewMCPServer("test", "v1", server.WithHooks(hooks))
+				//lint:ignore SA1019 on a legacy connection Ping still sends ping with nil params, whose budget the test checks
 				mc := connectOver(t, s, nil, newBudgetClient(t), client.WithLegacyProtocolOnly())
+				//lint:ignore SA1019 on a legacy connection Ping still sends ping with nil params, whose budget the test checks
 				require.NoError(t, mc.Ping(deadline.NewContext(context.Background(), deadline.New(time.Minute))))
 				select {
 				case v := <-ping:

@@ -12,9 +12,6 @@ import (
 	"github.com/deadlinebudget/budget/otelbudget/mcpspan"
 )
 
-// methodToolsCall is the MCP method of a tool call.
-const methodToolsCall = "tools/call"
-
 // ErrorTypeToolError is error.type on a CLIENT span whose tool call
 // answered a result with isError true, as MCP's semantic conventions say
 // ([mcpspan.ErrorTypeToolError]).
