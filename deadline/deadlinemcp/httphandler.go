@@ -51,9 +51,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	}
 	key := s.cfg.key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-			r = mcpbudget.SmallestBody(r, key, mcp.DefaultMaxRequestBodyBytes)
-		}
+		r = mcpbudget.SmallestRequest(r, key, mcp.DefaultMaxRequestBodyBytes)
 		r = r.WithContext(context.WithValue(r.Context(), postKey{}, r.Context()))
 		next.ServeHTTP(w, r)
 	})

@@ -25,18 +25,16 @@ type serverConfig struct {
 	err       error
 }
 
-// WithMaxBudget sets the server's own maximum (default
-// admission.DefaultMaxBudget, 30 s): an inbound budget larger than d is
-// clamped to d, and a request without a budget gets d. d <= 0 is invalid,
-// and so is a d at or below the floor ([admission.Limits.Validate]).
+// WithMaxBudget sets [admission.Limits].MaxBudget, the most a request is
+// granted and what one without a budget gets (default 30 s; > 0, above
+// the floor).
 func WithMaxBudget(d time.Duration) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
 }
 
-// WithFloor sets the server's floor (default 0): a request whose effective
-// budget is at or below d is answered at once with the JSON-RPC error
-// [mcpbudget.CodeBudgetRefused], and its handler is not called. d < 0 is
-// invalid, and so is a d at or above the maximum.
+// WithFloor sets [admission.Limits].Floor: a request whose budget is at or
+// below it is refused with [mcpbudget.CodeBudgetRefused] and its handler
+// not called (default 0; >= 0, below the maximum).
 func WithFloor(d time.Duration) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
 }

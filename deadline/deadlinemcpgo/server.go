@@ -202,12 +202,10 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	}
 	key := s.cfg.key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-			r = mcpbudget.SmallestBody(r, key, server.DefaultMaxRequestBodyBytes)
-			if r.Header.Get(server.HeaderKeySessionID) == "" && sessionlessCancel(r) {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
+		r = mcpbudget.SmallestRequest(r, key, server.DefaultMaxRequestBodyBytes)
+		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" && sessionlessCancel(r) {
+			w.WriteHeader(http.StatusAccepted)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -216,7 +214,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 // sessionlessCancel reports whether r's body (already read into memory by
 // SmallestBody, and put back) is one notifications/cancelled.
 func sessionlessCancel(r *http.Request) bool {
-	if r.ContentLength > 64<<10 {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength > 64<<10 {
 		return false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))

@@ -3,7 +3,6 @@ package deadlinemcpgo_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,29 +15,21 @@ import (
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcpgo"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget/mcpbudgettest"
 )
 
 // admissions records what a Server decided for each tools/call.
-type admissions struct {
-	mu  sync.Mutex
-	all []mcpbudget.Admission
-}
+type admissions struct{ mcpbudgettest.Admissions }
 
 func (r *admissions) option() deadlinemcpgo.ServerOption {
 	return deadlinemcpgo.WithAdmission(func(_ context.Context, method, _ string, a mcpbudget.Admission) {
 		if method == "tools/call" {
-			r.mu.Lock()
-			r.all = append(r.all, a)
-			r.mu.Unlock()
+			r.Record(a)
 		}
 	})
 }
 
-func (r *admissions) list() []mcpbudget.Admission {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]mcpbudget.Admission(nil), r.all...)
-}
+func (r *admissions) list() []mcpbudget.Admission { return r.List() }
 
 func newBudgetServer(t *testing.T, rec *admissions, opts ...deadlinemcpgo.ServerOption) *deadlinemcpgo.Server {
 	t.Helper()

@@ -8,6 +8,16 @@ import (
 	"net/http"
 )
 
+// SmallestRequest is [SmallestBody] for a request that has a body to read:
+// a POST, whose body is neither nil nor http.NoBody. It returns any other r
+// as it is. The SDK adapters' HTTP handlers call it first.
+func SmallestRequest(r *http.Request, key string, limit int64) *http.Request {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	return SmallestBody(r, key, limit)
+}
+
 // SmallestBody returns r with its body read and, when a JSON-RPC request
 // in it repeats the budget key, rewritten by [Smallest]: a repeated key
 // gives its smallest valid value, the rule deadlinehttp applies to a

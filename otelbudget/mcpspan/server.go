@@ -102,3 +102,47 @@ func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds()
 func dur(d time.Duration) string { return d.Round(time.Millisecond).String() }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+// ServerState is what the middlewares of one request share between its
+// SERVER span and its handler: the effective budget, and whether the
+// span's status was already decided (a refusal, a lease that ended),
+// which an error returned after it does not replace.
+type ServerState struct {
+	Budget  time.Duration
+	Settled bool
+}
+
+type stateKey struct{}
+
+// WithServerState returns ctx carrying a new ServerState, and the state.
+func WithServerState(ctx context.Context) (context.Context, *ServerState) {
+	st := &ServerState{}
+	return context.WithValue(ctx, stateKey{}, st), st
+}
+
+// ServerStateFrom returns the ServerState ctx carries, nil for none.
+func ServerStateFrom(ctx context.Context) *ServerState {
+	st, _ := ctx.Value(stateKey{}).(*ServerState)
+	return st
+}
+
+// Admitted records a on the SERVER span in ctx and in its state: the
+// adapters' admission callback. It does nothing outside a SERVER span of
+// theirs.
+func Admitted(ctx context.Context, a mcpbudget.Admission) {
+	span, st := trace.SpanFromContext(ctx), ServerStateFrom(ctx)
+	if !span.IsRecording() || st == nil {
+		return
+	}
+	st.Budget, st.Settled = a.Budget, a.Refused()
+	Admission(span, a)
+}
+
+// HandlerEnded records on the SERVER span in ctx how the handler whose
+// context is ctx ended ([EndedBy]), once it returned.
+func HandlerEnded(ctx context.Context) {
+	span, st := trace.SpanFromContext(ctx), ServerStateFrom(ctx)
+	if st != nil && EndedBy(span, ctx, st.Budget) {
+		st.Settled = true
+	}
+}

@@ -3,7 +3,6 @@ package otelbudgetmcp
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -57,22 +56,6 @@ func ServerMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ServerOption,
 	return []mcp.Middleware{serverSpans(tracer, mcpspan.NewConfig(otelOpts)), s.Middleware(), endedBy}, nil
 }
 
-// serverState is what the three middlewares of one request share: the
-// effective budget, and whether the span's status was already decided (a
-// refusal, a lease that ended), which an error returned after it does not
-// replace.
-type serverState struct {
-	budget  time.Duration
-	settled bool
-}
-
-type stateKey struct{}
-
-func state(ctx context.Context) *serverState {
-	st, _ := ctx.Value(stateKey{}).(*serverState)
-	return st
-}
-
 // serverSpans starts a SERVER span per inbound request.
 func serverSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
 	prop := cfg.Propagator
@@ -93,9 +76,9 @@ func serverSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
 			}
 			ctx, span := mcpspan.StartServer(ctx, tracer, request(method, p, req.GetSession(), network))
 			defer span.End()
-			st := &serverState{}
-			res, err := next(context.WithValue(ctx, stateKey{}, st), method, req)
-			if !st.settled {
+			ctx, st := mcpspan.WithServerState(ctx)
+			res, err := next(ctx, method, req)
+			if !st.Settled {
 				recordResult(span, res, err)
 			}
 			return res, err
@@ -105,13 +88,7 @@ func serverSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
 
 // annotate sets the admission on the SERVER span in ctx.
 func annotate(ctx context.Context, _ string, _ mcp.Request, a deadlinemcp.Admission) {
-	span := trace.SpanFromContext(ctx)
-	st := state(ctx)
-	if !span.IsRecording() || st == nil {
-		return
-	}
-	st.budget, st.settled = a.Budget, a.Refused()
-	mcpspan.Admission(span, a)
+	mcpspan.Admitted(ctx, a)
 }
 
 // endedBy records on the SERVER span how an admitted request's handler
@@ -121,14 +98,7 @@ func endedBy(next mcp.MethodHandler) mcp.MethodHandler {
 		if strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
-		res, err := next(ctx, method, req)
-		span, st := trace.SpanFromContext(ctx), state(ctx)
-		if !span.IsRecording() || st == nil {
-			return res, err
-		}
-		if mcpspan.EndedBy(span, ctx, st.budget) {
-			st.settled = true
-		}
-		return res, err
+		defer mcpspan.HandlerEnded(ctx)
+		return next(ctx, method, req)
 	}
 }

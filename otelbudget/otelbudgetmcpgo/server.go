@@ -3,7 +3,6 @@ package otelbudgetmcpgo
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -67,22 +66,6 @@ func ServerOptions(obs *otelbudget.Observer, opts []deadlinemcpgo.ServerOption, 
 	}, nil
 }
 
-// serverState is what the middlewares of one request share: the
-// effective budget, and whether the span's status was already decided (a
-// refusal, a lease that ended), which an error returned after it does not
-// replace.
-type serverState struct {
-	budget  time.Duration
-	settled bool
-}
-
-type stateKey struct{}
-
-func state(ctx context.Context) *serverState {
-	st, _ := ctx.Value(stateKey{}).(*serverState)
-	return st
-}
-
 type serverSpans struct {
 	tracer trace.Tracer
 	cfg    mcpspan.Config
@@ -102,9 +85,9 @@ func around[T any](ctx context.Context, sp serverSpans, r mcpspan.Request, meta 
 	}
 	ctx, span := mcpspan.StartServer(ctx, sp.tracer, r)
 	defer span.End()
-	st := &serverState{}
-	res, err := h(context.WithValue(ctx, stateKey{}, st))
-	if !st.settled {
+	ctx, st := mcpspan.WithServerState(ctx)
+	res, err := h(ctx)
+	if !st.Settled {
 		mcpspan.RecordResult(span, err, err == nil && toolError(res), nil)
 	}
 	return res, err
@@ -135,40 +118,25 @@ func (sp serverSpans) resource(next server.ResourceHandlerFunc) server.ResourceH
 }
 
 // annotate sets the admission on the SERVER span in ctx.
-func annotate(ctx context.Context, _, _ string, a mcpbudget.Admission) {
-	span, st := trace.SpanFromContext(ctx), state(ctx)
-	if !span.IsRecording() || st == nil {
-		return
-	}
-	st.budget, st.settled = a.Budget, a.Refused()
-	mcpspan.Admission(span, a)
-}
-
-// ended records how an admitted handler ended; ctx is the handler's.
-func ended(ctx context.Context) {
-	span, st := trace.SpanFromContext(ctx), state(ctx)
-	if st != nil && mcpspan.EndedBy(span, ctx, st.budget) {
-		st.settled = true
-	}
-}
+func annotate(ctx context.Context, _, _ string, a mcpbudget.Admission) { mcpspan.Admitted(ctx, a) }
 
 func endedTool(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		defer ended(ctx)
+		defer mcpspan.HandlerEnded(ctx)
 		return next(ctx, req)
 	}
 }
 
 func endedPrompt(next server.PromptHandlerFunc) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		defer ended(ctx)
+		defer mcpspan.HandlerEnded(ctx)
 		return next(ctx, req)
 	}
 }
 
 func endedResource(next server.ResourceHandlerFunc) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		defer ended(ctx)
+		defer mcpspan.HandlerEnded(ctx)
 		return next(ctx, req)
 	}
 }

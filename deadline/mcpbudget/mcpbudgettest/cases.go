@@ -6,6 +6,7 @@
 package mcpbudgettest
 
 import (
+	"sync"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline/admission"
@@ -96,4 +97,26 @@ func (c MetaCase) Last() Outcome {
 		return *c.LastWins
 	}
 	return c.Want
+}
+
+// Admissions records what a server decided for each request, for a test
+// to read back; the adapters' tests call Record from their WithAdmission
+// function. The zero value is ready; it is safe for concurrent use.
+type Admissions struct {
+	mu  sync.Mutex
+	all []mcpbudget.Admission
+}
+
+// Record adds a.
+func (r *Admissions) Record(a mcpbudget.Admission) {
+	r.mu.Lock()
+	r.all = append(r.all, a)
+	r.mu.Unlock()
+}
+
+// List returns what was recorded, in order.
+func (r *Admissions) List() []mcpbudget.Admission {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]mcpbudget.Admission(nil), r.all...)
 }
