@@ -47,7 +47,6 @@ func TestSmallest(t *testing.T) {
 	})
 }
 
-
 // Whatever a POST body holds, smallestBudget does not panic, returns a
 // body it leaves alone byte for byte, and writes only valid JSON.
 func FuzzSmallest(f *testing.F) {
