@@ -112,7 +112,9 @@ import (
 //
 // Notifications are sent as they are, without a budget. A call that stops
 // without a result returns the [*deadline.StopError] (errors.As and
-// errors.Is reach the last attempt's error, a *jsonrpc.Error included); an
+// errors.Is reach the last attempt's error, a *jsonrpc.Error included, and
+// for a server's refusal the [*mcpbudget.RefusedError] around it, the type
+// an mcp-go client's caller finds too); an
 // invalid request policy returns its [*deadline.PolicyError], nothing sent.
 type Client struct {
 	core  *mcpbudget.Client
