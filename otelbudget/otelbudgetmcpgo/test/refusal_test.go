@@ -51,7 +51,7 @@ func TestRefusalSpans(t *testing.T) {
 	// The CLIENT span is the attempt's: otelbudget's observer sets its
 	// error.type from its own set, as for the go-sdk's.
 	assert.Equal(t, codes.Error, byKind[trace.SpanKindClient].Status().Code)
-	assert.Equal(t, "deadline budget too small: budget-ms=480, floor-ms=1000", byKind[trace.SpanKindClient].Status().Description)
+	assert.Contains(t, byKind[trace.SpanKindClient].Status().Description, "deadline budget too small: budget-ms=")
 	assert.Equal(t, byKind[trace.SpanKindInternal].SpanContext().TraceID(), byKind[trace.SpanKindServer].SpanContext().TraceID())
 }
 
