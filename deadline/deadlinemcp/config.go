@@ -77,16 +77,8 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
-	key       string
-	admission []func(ctx context.Context, method string, req mcp.Request, a Admission)
-	err       error
-}
-
-func (c *serverConfig) fail(field string, value any, allowed string) {
-	if c.err == nil {
-		c.err = &deadline.PolicyError{Field: field, Value: value, Allowed: allowed}
-	}
+	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
+	admission            []func(ctx context.Context, method string, req mcp.Request, a Admission)
 }
 
 // WithMaxBudget sets the server's own maximum (default
@@ -98,7 +90,7 @@ func (c *serverConfig) fail(field string, value any, allowed string) {
 // It sets [admission.Limits].MaxBudget: the rule and its check are shared
 // by every transport.
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). A request whose effective
@@ -110,20 +102,14 @@ func WithMaxBudget(d time.Duration) ServerOption {
 // It sets [admission.Limits].Floor: the rule and its check are shared
 // by every transport.
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.Floor = d })
 }
 
 // WithInboundMetaKey sets the _meta key the server reads the budget from
 // (default [MetaKey]); it must match the clients' [WithMetaKey]. A key that
 // breaks MCP's rules makes NewServer return a [*deadline.PolicyError].
 func WithInboundMetaKey(key string) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if !mcpbudget.ValidKey(key) {
-			c.fail("deadlinemcp.WithInboundMetaKey", key, mcpbudget.KeyRule)
-			return
-		}
-		c.key = key
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.SetKey("deadlinemcp.WithInboundMetaKey", key) })
 }
 
 // WithAdmission adds a function called once per inbound request, on its

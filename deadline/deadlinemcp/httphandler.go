@@ -49,7 +49,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("deadlinemcp: Server.HTTPHandler(nil)")
 	}
-	key := s.cfg.key
+	key := s.cfg.Key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = mcpbudget.SmallestRequest(r, key, mcp.DefaultMaxRequestBodyBytes)
 		r = r.WithContext(context.WithValue(r.Context(), postKey{}, r.Context()))

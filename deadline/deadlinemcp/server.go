@@ -90,16 +90,16 @@ type Server struct {
 // key return a nil Server and a [*deadline.PolicyError] naming the first
 // problem. Nil options are ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{limits: admission.DefaultLimits(), key: MetaKey}
+	c := serverConfig{ServerBase: mcpbudget.NewServerBase()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits})
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.Limits})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admi
 	if params := req.GetParams(); !isNil(params) {
 		meta = params.GetMeta()
 	}
-	a, _ := mcpbudget.Admit(ctx, s.adm, "", meta, s.cfg.key)
+	a, _ := mcpbudget.Admit(ctx, s.adm, "", meta, s.cfg.Key)
 	for _, f := range s.cfg.admission {
 		f(ctx, method, req, a)
 	}

@@ -17,26 +17,24 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	limits    admission.Limits
-	key       string
-	queue     *admission.Queue
-	limiter   *deadline.Limiter
-	admission []func(ctx context.Context, method, name string, a mcpbudget.Admission)
-	err       error
+	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
+	queue                *admission.Queue
+	limiter              *deadline.Limiter
+	admission            []func(ctx context.Context, method, name string, a mcpbudget.Admission)
 }
 
 // WithMaxBudget sets [admission.Limits].MaxBudget, the most a request is
 // granted and what one without a budget gets (default 30 s; > 0, above
 // the floor).
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.MaxBudget = d })
 }
 
 // WithFloor sets [admission.Limits].Floor: a request whose budget is at or
 // below it is refused with [mcpbudget.CodeBudgetRefused] and its handler
 // not called (default 0; >= 0, below the maximum).
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.Floor = d })
 }
 
 // WithInboundMetaKey sets the _meta key the server reads the budget from
@@ -44,13 +42,7 @@ func WithFloor(d time.Duration) ServerOption {
 // breaks MCP's rules ([mcpbudget.ValidKey]) makes NewServer return a
 // [*deadline.PolicyError].
 func WithInboundMetaKey(key string) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if !mcpbudget.ValidKey(key) && c.err == nil {
-			c.err = &deadline.PolicyError{Field: "deadlinemcpgo.WithInboundMetaKey", Value: key, Allowed: mcpbudget.KeyRule}
-			return
-		}
-		c.key = key
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.SetKey("deadlinemcpgo.WithInboundMetaKey", key) })
 }
 
 // WithQueue bounds how many admitted handlers run at once with q

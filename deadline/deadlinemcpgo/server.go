@@ -62,16 +62,16 @@ type Server struct {
 // [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{limits: admission.DefaultLimits(), key: mcpbudget.MetaKey}
+	c := serverConfig{ServerBase: mcpbudget.NewServerBase()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Queue: c.queue, Limiter: c.limiter})
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.Limits, Queue: c.queue, Limiter: c.limiter})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func run[T any](ctx context.Context, s *Server, method, name string, meta *mcp.M
 	if s.cfg.queue != nil || s.cfg.limiter != nil {
 		route = mcpbudget.Route(method, name) // what the queue tells apart
 	}
-	a, ticket := mcpbudget.Admit(ctx, s.adm, route, fields, s.cfg.key)
+	a, ticket := mcpbudget.Admit(ctx, s.adm, route, fields, s.cfg.Key)
 	for _, f := range s.cfg.admission {
 		f(ctx, method, name, a)
 	}
@@ -200,7 +200,7 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("deadlinemcpgo: Server.HTTPHandler(nil)")
 	}
-	key := s.cfg.key
+	key := s.cfg.Key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = mcpbudget.SmallestRequest(r, key, server.DefaultMaxRequestBodyBytes)
 		if r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == "" && sessionlessCancel(r) {

@@ -65,3 +65,41 @@ func Scope(ctx context.Context, a Admission) (context.Context, context.CancelFun
 	}
 	return a.Deadline.Scope(ctx)
 }
+
+// ServerBase is the part of a server's configuration every SDK adapter
+// shares: its limits and the _meta key it reads. An adapter's options set
+// it; its constructor checks it with [ServerBase.Check]. The zero value is
+// not ready: start from [NewServerBase].
+type ServerBase struct {
+	Limits admission.Limits
+	Key    string
+	err    error
+}
+
+// NewServerBase returns the defaults: [admission.DefaultLimits] and
+// [MetaKey].
+func NewServerBase() ServerBase {
+	return ServerBase{Limits: admission.DefaultLimits(), Key: MetaKey}
+}
+
+// SetKey sets the _meta key, when it follows MCP's rules ([ValidKey]);
+// otherwise it records a [*deadline.PolicyError] naming option, which
+// [ServerBase.Check] returns (the first such error wins).
+func (b *ServerBase) SetKey(option, key string) {
+	if !ValidKey(key) {
+		if b.err == nil {
+			b.err = &deadline.PolicyError{Field: option, Value: key, Allowed: KeyRule}
+		}
+		return
+	}
+	b.Key = key
+}
+
+// Check returns the first error an option recorded, else the limits'
+// ([admission.Limits.Validate]).
+func (b *ServerBase) Check() error {
+	if b.err != nil {
+		return b.err
+	}
+	return b.Limits.Validate()
+}
