@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 )
 
 // Client is the sending side: an MCP client middleware under which every
@@ -113,11 +112,13 @@ import (
 //
 // Notifications are sent as they are, without a budget. A call that stops
 // without a result returns the [*deadline.StopError] (errors.As and
-// errors.Is reach the last attempt's error, a *jsonrpc.Error included); an
+// errors.Is reach the last attempt's error, a *jsonrpc.Error included, and
+// for a server's refusal the [*mcpbudget.RefusedError] around it, the type
+// an mcp-go client's caller finds too); an
 // invalid request policy returns its [*deadline.PolicyError], nothing sent.
 type Client struct {
-	cfg   clientConfig
-	tools toolCache
+	core  *mcpbudget.Client
+	tools mcpbudget.ToolHints[mcp.ClientSession]
 }
 
 // NewClient returns a Client configured by opts. It checks the options
@@ -127,11 +128,11 @@ type Client struct {
 // [*deadline.PolicyError] naming the first problem. Nil options are
 // ignored.
 func NewClient(opts ...ClientOption) (*Client, error) {
-	c := newClientConfig(opts)
-	if c.err != nil {
-		return nil, c.err
+	core, err := mcpbudget.NewClient(opts...)
+	if err != nil {
+		return nil, err
 	}
-	return &Client{cfg: c}, nil
+	return &Client{core: core}, nil
 }
 
 // Middleware returns the sending middleware; see [Client]. Install it with
@@ -142,7 +143,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 func (c *Client) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if strings.HasPrefix(method, "notifications/") {
+			if mcpbudget.Notification(method) {
 				return next(ctx, method, req)
 			}
 			return c.send(ctx, method, req, next)
@@ -154,35 +155,18 @@ func (c *Client) Middleware() mcp.Middleware {
 // more than once: [WithIdempotentTools] lists it, or the session's
 // tools/list said readOnlyHint or idempotentHint for it.
 func (c *Client) ToolSafe(session *mcp.ClientSession, name string) bool {
-	return c.cfg.idempotent[name] || c.tools.safe(session, name)
+	return c.core.IdempotentTool(name) || c.tools.Safe(session, name)
 }
 
 func (c *Client) send(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	d, ok := deadline.FromContext(ctx)
-	if !ok {
-		d = deadline.New(c.cfg.defaultBudget)
-	}
+	d := c.core.Deadline(ctx)
 	session, _ := req.GetSession().(*mcp.ClientSession)
 	params := ensureParams(method, req)
 	tool := ""
 	if ct, ok := params.(*mcp.CallToolParams); ok {
 		tool = ct.Name
 	}
-	p := c.policy(ctx, method, tool)
-	if p.Name == "" {
-		p.Name = callName(method, tool)
-	}
-	if p.Limiter == nil {
-		p.Limiter = c.cfg.limiter
-	}
-	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
-	if !c.safe(session, method, tool) {
-		p.Retryable = neverRetry
-	} else if custom := p.Retryable; custom != nil {
-		p.Retryable = func(err error) bool { return !refusedByServer(err) && custom(err) }
-	} else {
-		p.Retryable = deadline.IsRetryable
-	}
+	p := c.core.Policy(ctx, method, tool, c.safe(session, method, tool))
 
 	var orig map[string]any
 	if params != nil {
@@ -191,51 +175,23 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 	}
 	res, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (mcp.Result, error) {
 		if params != nil {
-			params.SetMeta(withBudget(orig, c.cfg.key, actx))
+			params.SetMeta(mcpbudget.WithBudget(orig, c.core.Key(), actx))
 		}
 		r, err := next(actx, method, req)
-		return r, mark(err)
+		return r, mark(refused(err))
 	})
 	if err != nil {
 		return nil, err
 	}
 	if l, ok := res.(*mcp.ListToolsResult); ok && session != nil {
-		c.tools.observe(session, l.Tools)
-	}
-	return res, nil
-}
-
-// policy chooses a request's policy; see [Client].
-func (c *Client) policy(ctx context.Context, method, tool string) deadline.Policy {
-	if p, ok := RequestPolicy(ctx); ok {
-		return p
-	}
-	if f := c.cfg.policyFunc; f != nil {
-		if p, ok := f(method, tool); ok {
-			return p
+		for _, t := range l.Tools {
+			if t != nil {
+				a := t.Annotations
+				c.tools.Observe(session, t.Name, a != nil && a.ReadOnlyHint, a != nil && a.IdempotentHint)
+			}
 		}
 	}
-	if handshake(method) {
-		return deadline.DefaultPolicy()
-	}
-	return c.cfg.policy
-}
-
-// handshake reports whether method opens a session: it gets its own
-// default policy, not the one meant for the session's requests.
-func handshake(method string) bool {
-	return method == "initialize" || method == "server/discover"
-}
-
-// callName names a call whose policy has no name: "MCP " and the method,
-// and the tool of a tools/call, as deadlinehttp names one "HTTP GET", so
-// that its call span is told apart by name from the attempts' CLIENT
-// spans, which MCP's semantic conventions name "tools/call search".
-func callName(method, tool string) string {
-	if tool != "" {
-		return "MCP " + method + " " + tool
-	}
-	return "MCP " + method
+	return res, nil
 }
 
 // safe reports whether a request may be sent more than once.
@@ -243,33 +199,7 @@ func (c *Client) safe(session *mcp.ClientSession, method, tool string) bool {
 	if method == "tools/call" {
 		return tool != "" && c.ToolSafe(session, tool)
 	}
-	return safeMethod(method)
-}
-
-// safeMethod reports whether an MCP request other than tools/call only
-// reads.
-func safeMethod(method string) bool {
-	switch method {
-	case "server/discover", "ping", "tools/list", "prompts/list", "prompts/get",
-		"resources/list", "resources/templates/list", "resources/read", "completion/complete":
-		return true
-	}
-	return false
-}
-
-// withBudget returns a copy of meta with key set to what the attempt's
-// context has left.
-func withBudget(meta map[string]any, key string, actx context.Context) map[string]any {
-	m := make(map[string]any, len(meta)+1)
-	for k, v := range meta {
-		m[k] = v
-	}
-	left := time.Duration(0)
-	if end, ok := actx.Deadline(); ok {
-		left = time.Until(end)
-	}
-	m[key] = budgetMs(left)
-	return m
+	return mcpbudget.SafeMethod(method)
 }
 
 // codeRejected is the go-sdk's JSON-RPC code for a request its transport
@@ -301,15 +231,18 @@ func transient(err error) bool {
 	return true
 }
 
-// refusedByServer reports whether err is a [Server]'s refusal of the
-// budget: never retried, whatever a custom classifier says, since the next
-// attempt would arrive with less.
-func refusedByServer(err error) bool {
-	we, ok := errors.AsType[*jsonrpc.Error](err)
-	return ok && we.Code == CodeBudgetRefused
+// refused returns err, a [*mcpbudget.RefusedError] around it when it is a
+// server's refusal of the budget ([CodeBudgetRefused]), so that the
+// caller's errors.As finds the same type whichever SDK the client is
+// written with, and errors.As still reaches the *jsonrpc.Error.
+func refused(err error) error {
+	if we, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		if r, ok := mcpbudget.NewRefusedError(we.Code, we.Message, we.Data, err); ok {
+			return r
+		}
+	}
+	return err
 }
-
-func neverRetry(error) bool { return false }
 
 // ensureParams returns req's params, first giving a request sent without
 // any (ListTools(ctx, nil), Ping(ctx, nil), …) empty params of its

@@ -8,185 +8,66 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 )
 
 // DefaultBudget is the budget a [Client] gives a request whose context
 // carries no deadline (neither a [deadline.Deadline] nor a context
-// deadline): 30 seconds. Change it with [WithDefaultBudget].
-const DefaultBudget = 30 * time.Second
+// deadline): 30 seconds, [mcpbudget.DefaultBudget]. Change it with
+// [WithDefaultBudget].
+const DefaultBudget = mcpbudget.DefaultBudget
 
 // DefaultMaxBudget is the largest budget a [Server] grants a request, and
 // the budget of a request that arrives without one: 30 seconds. Change it
 // with [WithMaxBudget].
 const DefaultMaxBudget = admission.DefaultMaxBudget
 
-// ClientOption configures [NewClient].
-type ClientOption interface{ applyClient(*clientConfig) }
+// ClientOption configures [NewClient]. It is [mcpbudget.ClientOption]: the
+// options of a client are the same whichever SDK adapter takes them, and
+// the functions below return mcpbudget's.
+type ClientOption = mcpbudget.ClientOption
 
-type clientOptionFunc func(*clientConfig)
+// WithPolicy is [mcpbudget.WithPolicy]: the policy a request runs under
+// when it does not choose its own; see [Client] for the order.
+func WithPolicy(p deadline.Policy) ClientOption { return mcpbudget.WithPolicy(p) }
 
-func (f clientOptionFunc) applyClient(c *clientConfig) { f(c) }
-
-type clientConfig struct {
-	policy        deadline.Policy
-	policyFunc    func(method, tool string) (deadline.Policy, bool)
-	hooks         *deadline.Hooks
-	defaultBudget time.Duration
-	key           string
-	idempotent    map[string]bool
-	limiter       *deadline.Limiter // WithLimiter's, for policies with none
-	err           error
-}
-
-func (c *clientConfig) fail(field string, value any, allowed string) {
-	if c.err == nil {
-		c.err = &deadline.PolicyError{Field: field, Value: value, Allowed: allowed}
-	}
-}
-
-// WithPolicy sets the policy a request runs under ([deadline.Do]) when it
-// does not choose its own ([WithRequestPolicy], [WithPolicyFunc]); see
-// [Client] for the order. It does not apply to the handshake (initialize,
-// server/discover), which runs under [deadline.DefaultPolicy] unless
-// WithPolicyFunc chooses otherwise, so that a ceiling meant for tool calls
-// cannot make Connect fail. The default is [deadline.DefaultPolicy]. When
-// p.Name is empty, whichever policy applies, each call is named "MCP " and
-// its method, a tool call "MCP " and its method and tool: "MCP tools/call
-// search", "MCP tools/list" (as deadlinehttp names a call "HTTP GET"), so
-// that a call span is told apart from its attempts' CLIENT spans, named
-// "tools/call search" by MCP's semantic conventions.
-//
-// p.Retryable, when set, replaces the default classifier but never widens
-// what is safe: a request that is not safe to repeat (see [Client]) is sent
-// once whatever it says. An invalid p makes NewClient return its
-// [*deadline.PolicyError].
-func WithPolicy(p deadline.Policy) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) { c.policy = p })
-}
-
-// WithPolicyFunc sets a function that chooses the policy of each request
-// whose context carries none ([WithRequestPolicy]) from its MCP method
-// ("tools/call", "resources/read", "initialize") and, for tools/call, the
-// tool's name ("" for any other method), so that one Client serves every
-// tool of an agent, each with its own name, attempts, ceiling and floor.
-// It returns false to leave the request to the default: [WithPolicy]'s
-// policy, or [deadline.DefaultPolicy] for the handshake (initialize,
-// server/discover). Notifications are never passed to it: they are sent
-// as they are, without a budget.
-//
-// f runs on every request, on the caller's goroutine; it must not block. A
-// policy it returns is used as WithPolicy describes (the default name, the
-// classifier bounded by what is safe), and an invalid one fails that
-// request with its [*deadline.PolicyError], without sending anything. A
-// nil f is ignored; a later WithPolicyFunc replaces an earlier one.
+// WithPolicyFunc is [mcpbudget.WithPolicyFunc]: a function that chooses
+// the policy of each request from its MCP method and, for tools/call, the
+// tool's name.
 func WithPolicyFunc(f func(method, tool string) (deadline.Policy, bool)) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) {
-		if f != nil {
-			c.policyFunc = f
-		}
-	})
+	return mcpbudget.WithPolicyFunc(f)
 }
 
-// WithDefaultBudget sets the budget of a request whose context carries no
-// deadline (see [deadline.FromContext]); the default is [DefaultBudget].
-// d <= 0 makes NewClient return a [*deadline.PolicyError].
-func WithDefaultBudget(d time.Duration) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) {
-		if d <= 0 {
-			c.fail("deadlinemcp.WithDefaultBudget", d, "> 0")
-			return
-		}
-		c.defaultBudget = d
-	})
-}
+// WithDefaultBudget is [mcpbudget.WithDefaultBudget]: the budget of a
+// request whose context carries no deadline (default [DefaultBudget]).
+func WithDefaultBudget(d time.Duration) ClientOption { return mcpbudget.WithDefaultBudget(d) }
 
-// WithHooks adds observer hooks to every call the client makes. They are
-// composed after the policy's own hooks ([deadline.Policy.Hooks]), and both
-// run after any hooks the request's context carries ([deadline.WithHooks]).
-// A nil h adds nothing.
-func WithHooks(h *deadline.Hooks) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) { c.hooks = deadline.Compose(c.hooks, h) })
-}
+// WithHooks is [mcpbudget.WithHooks]: observer hooks added to every call.
+func WithHooks(h *deadline.Hooks) ClientOption { return mcpbudget.WithHooks(h) }
 
-// WithLimiter sets the concurrency limiter of every request whose policy
-// has none ([deadline.Policy.Limiter]), the handshake's included: one
-// [deadline.Limiter] per MCP server, shared by its methods and tools (the
-// policy's Name, "MCP tools/call search" by default, keeps their latencies
-// apart). An attempt takes a slot before it is sent, and waits for one only
-// while it can still finish; a refused request is not sent and fails with
-// a [*deadline.StopError] whose Reason is [deadline.ReasonLimited] or, its
-// breaker open, [deadline.ReasonOpen] (matching [deadline.ErrLimited] or
-// [deadline.ErrDownstreamOpen], never context.DeadlineExceeded). A nil l
-// adds nothing; one not built by [deadline.NewLimiter] makes every request
-// fail with a [*deadline.PolicyError].
-func WithLimiter(l *deadline.Limiter) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
-}
+// WithLimiter is [mcpbudget.WithLimiter]: the concurrency limiter of every
+// request whose policy has none, the handshake's included.
+func WithLimiter(l *deadline.Limiter) ClientOption { return mcpbudget.WithLimiter(l) }
 
-// WithMetaKey sets the _meta key the client sends the budget under
-// (default [MetaKey]). A key that breaks MCP's rules for _meta keys, has no
-// prefix, or has a prefix MCP reserves makes NewClient return a
-// [*deadline.PolicyError].
-func WithMetaKey(key string) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) {
-		if !validMetaKey(key) {
-			c.fail("deadlinemcp.WithMetaKey", key, metaKeyRule)
-			return
-		}
-		c.key = key
-	})
-}
+// WithMetaKey is [mcpbudget.WithMetaKey]: the _meta key the client sends
+// the budget under (default [MetaKey]).
+func WithMetaKey(key string) ClientOption { return mcpbudget.WithMetaKey(key) }
 
-const metaKeyRule = `an MCP _meta key "prefix/name" with a reverse-DNS prefix not reserved by MCP, e.g. "com.example/budget-ms"`
-
-// WithIdempotentTools declares tools safe to repeat, by name, in addition
-// to those whose annotations say so (see [Client]): for a server that
-// sends no annotations, or a tool the caller knows better. An empty name
-// makes NewClient return a [*deadline.PolicyError]. Calls add to the list.
+// WithIdempotentTools is [mcpbudget.WithIdempotentTools]: tools declared
+// safe to repeat, by name, besides those whose annotations say so.
 func WithIdempotentTools(names ...string) ClientOption {
-	return clientOptionFunc(func(c *clientConfig) {
-		for _, n := range names {
-			if n == "" {
-				c.fail("deadlinemcp.WithIdempotentTools", n, "a tool name")
-				return
-			}
-			if c.idempotent == nil {
-				c.idempotent = make(map[string]bool)
-			}
-			c.idempotent[n] = true
-		}
-	})
+	return mcpbudget.WithIdempotentTools(names...)
 }
 
-func newClientConfig(opts []ClientOption) clientConfig {
-	c := clientConfig{policy: deadline.DefaultPolicy(), defaultBudget: DefaultBudget, key: MetaKey}
-	for _, o := range opts {
-		if o != nil {
-			o.applyClient(&c)
-		}
-	}
-	if c.err == nil {
-		c.err = c.policy.Validate()
-	}
-	return c
-}
-
-type policyKey struct{}
-
-// WithRequestPolicy returns a copy of ctx that carries p: every request
-// sent with ctx through a [Client] runs under p instead of the client's
-// policy ([WithPolicy]), e.g. a step's own name, ceiling and attempts. p
-// is validated when the request runs: an invalid one fails it with the
-// [*deadline.PolicyError], without sending anything.
+// WithRequestPolicy is [mcpbudget.WithRequestPolicy]: every request sent
+// with the returned context runs under p, through a client of either SDK
+// adapter.
 func WithRequestPolicy(ctx context.Context, p deadline.Policy) context.Context {
-	return context.WithValue(ctx, policyKey{}, p)
+	return mcpbudget.WithRequestPolicy(ctx, p)
 }
 
 // RequestPolicy returns the policy [WithRequestPolicy] stored in ctx.
-func RequestPolicy(ctx context.Context) (deadline.Policy, bool) {
-	p, ok := ctx.Value(policyKey{}).(deadline.Policy)
-	return p, ok
-}
+func RequestPolicy(ctx context.Context) (deadline.Policy, bool) { return mcpbudget.RequestPolicy(ctx) }
 
 // ServerOption configures [NewServer].
 type ServerOption interface{ applyServer(*serverConfig) }
@@ -196,16 +77,8 @@ type serverOptionFunc func(*serverConfig)
 func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
-	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
-	key       string
-	admission []func(ctx context.Context, method string, req mcp.Request, a Admission)
-	err       error
-}
-
-func (c *serverConfig) fail(field string, value any, allowed string) {
-	if c.err == nil {
-		c.err = &deadline.PolicyError{Field: field, Value: value, Allowed: allowed}
-	}
+	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
+	admission            []func(ctx context.Context, method string, req mcp.Request, a Admission)
 }
 
 // WithMaxBudget sets the server's own maximum (default
@@ -217,7 +90,7 @@ func (c *serverConfig) fail(field string, value any, allowed string) {
 // It sets [admission.Limits].MaxBudget: the rule and its check are shared
 // by every transport.
 func WithMaxBudget(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.MaxBudget = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.MaxBudget = d })
 }
 
 // WithFloor sets the server's floor (default 0). A request whose effective
@@ -229,20 +102,14 @@ func WithMaxBudget(d time.Duration) ServerOption {
 // It sets [admission.Limits].Floor: the rule and its check are shared
 // by every transport.
 func WithFloor(d time.Duration) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) { c.limits.Floor = d })
+	return serverOptionFunc(func(c *serverConfig) { c.Limits.Floor = d })
 }
 
 // WithInboundMetaKey sets the _meta key the server reads the budget from
 // (default [MetaKey]); it must match the clients' [WithMetaKey]. A key that
 // breaks MCP's rules makes NewServer return a [*deadline.PolicyError].
 func WithInboundMetaKey(key string) ServerOption {
-	return serverOptionFunc(func(c *serverConfig) {
-		if !validMetaKey(key) {
-			c.fail("deadlinemcp.WithInboundMetaKey", key, metaKeyRule)
-			return
-		}
-		c.key = key
-	})
+	return serverOptionFunc(func(c *serverConfig) { c.SetKey("deadlinemcp.WithInboundMetaKey", key) })
 }
 
 // WithAdmission adds a function called once per inbound request, on its

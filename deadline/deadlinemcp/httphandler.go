@@ -1,14 +1,12 @@
 package deadlinemcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"maps"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 )
 
 // HTTPHandler returns next, the SDK's streamable HTTP handler
@@ -51,11 +49,9 @@ func (s *Server) HTTPHandler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("deadlinemcp: Server.HTTPHandler(nil)")
 	}
-	key := s.cfg.key
+	key := s.cfg.Key
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-			r = smallestBudgetBody(r, key)
-		}
+		r = mcpbudget.SmallestRequest(r, key, mcp.DefaultMaxRequestBodyBytes)
 		r = r.WithContext(context.WithValue(r.Context(), postKey{}, r.Context()))
 		next.ServeHTTP(w, r)
 	})
@@ -83,189 +79,4 @@ func withCallerGone(ctx context.Context, req mcp.Request) (context.Context, cont
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(post, cancel)
 	return ctx, func() { stop(); cancel() }
-}
-
-// smallestBudgetBody returns r with its body read and, when a request in
-// it repeats the budget key, rewritten (see [Server.HTTPHandler]).
-func smallestBudgetBody(r *http.Request, key string) *http.Request {
-	const limit = mcp.DefaultMaxRequestBodyBytes
-	orig := r.Body
-	body, err := io.ReadAll(io.LimitReader(orig, limit+1))
-	r = r.WithContext(r.Context()) // a shallow copy: the caller's request is not changed
-	switch {
-	case err != nil:
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}), orig}
-		return r
-	case len(body) > limit:
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), orig), orig}
-		return r
-	}
-	if out, ok := smallestBudget(body, key); ok {
-		body = out
-		r.ContentLength = int64(len(body))
-	}
-	r.Body = readCloser{bytes.NewReader(body), orig}
-	return r
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// smallestBudget rewrites a JSON-RPC body (one message or a batch) so
-// that each request's params carry the smallest valid budget of the
-// repeated key, and reports whether it changed anything.
-func smallestBudget(body []byte, key string) ([]byte, bool) {
-	// No escape and fewer than two literal keys: no repetition possible.
-	if !bytes.Contains(body, []byte{'\\'}) && bytes.Count(body, []byte(key)) < 2 {
-		return body, false
-	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 {
-		return body, false
-	}
-	if trimmed[0] != '[' {
-		return smallestInMessage(body, key)
-	}
-	var batch []json.RawMessage
-	if json.Unmarshal(body, &batch) != nil {
-		return body, false
-	}
-	changed := false
-	for i, m := range batch {
-		if out, ok := smallestInMessage(m, key); ok {
-			batch[i], changed = out, true
-		}
-	}
-	if !changed {
-		return body, false
-	}
-	out, err := json.Marshal(batch)
-	if err != nil {
-		return body, false
-	}
-	return out, true
-}
-
-// smallestInMessage rewrites one JSON-RPC message's params; see
-// [smallestBudget].
-func smallestInMessage(msg []byte, key string) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil {
-		return msg, false
-	}
-	params, ok := m["params"] // the last, as the SDK reads it
-	if !ok {
-		return msg, false
-	}
-	p, ok := smallestInParams(params, key)
-	if !ok {
-		return msg, false
-	}
-	m["params"] = p
-	out, err := json.Marshal(m)
-	if err != nil {
-		return msg, false
-	}
-	return out, true
-}
-
-// smallestInParams returns params with every _meta object merged into one
-// (later keys over earlier ones, as the SDK decodes them) whose budget key
-// holds the smallest valid value any of them gave it, when the key occurs
-// more than once and one of its values is valid.
-func smallestInParams(params json.RawMessage, key string) (json.RawMessage, bool) {
-	var metas, values []json.RawMessage
-	err := eachMember(params, func(name string, v json.RawMessage) error {
-		if name != "_meta" {
-			return nil
-		}
-		metas = append(metas, v)
-		return eachMember(v, func(name string, v json.RawMessage) error {
-			if name == key {
-				values = append(values, v)
-			}
-			return nil
-		})
-	})
-	if err != nil || len(values) < 2 {
-		return params, false
-	}
-	smallest := -1
-	var least int64
-	for i, v := range values {
-		dec := json.NewDecoder(bytes.NewReader(v))
-		dec.UseNumber()
-		var x any
-		if dec.Decode(&x) != nil {
-			continue
-		}
-		d, kind := parseBudget(x, true)
-		if kind != metaBudget && kind != metaHuge {
-			continue
-		}
-		if smallest < 0 || int64(d) < least {
-			smallest, least = i, int64(d)
-		}
-	}
-	if smallest < 0 {
-		return params, false // no valid value: malformed, as the SDK reads it
-	}
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil {
-		return params, false
-	}
-	merged := make(map[string]json.RawMessage)
-	for _, raw := range metas {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			return params, false // not an object: the SDK refuses these params
-		}
-		maps.Copy(merged, m)
-	}
-	merged[key] = values[smallest]
-	meta, err := json.Marshal(merged)
-	if err != nil {
-		return params, false
-	}
-	p["_meta"] = meta
-	out, err := json.Marshal(p)
-	if err != nil {
-		return params, false
-	}
-	return out, true
-}
-
-// eachMember calls f with the name (unescaped) and the raw value of every
-// member of the JSON object obj, repeated names included, in order; it
-// does nothing when obj is not an object.
-func eachMember(obj json.RawMessage, f func(name string, v json.RawMessage) error) error {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		name, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		if err := f(name, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -2,48 +2,29 @@ package deadlinemcp
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 )
 
 // CodeBudgetRefused is the JSON-RPC error code a [Server] answers a request
 // with when its effective budget is at or below the server's floor, or
-// spent, before its handler runs. It is in the range JSON-RPC leaves to
-// implementations (-32000 to -32099), and the code the MCP TypeScript SDK
-// uses for a request that timed out. The message says the budget and the
-// floor in whole milliseconds, rounded up ("deadline budget too small:
-// budget-ms=5, floor-ms=20", as deadlinehttp's Deadline-Refused header and
-// deadlinegrpc's trailer), and the error's data holds the same two numbers
-// as {"budget_ms": 5, "floor_ms": 20}. A [Client] never retries it: the
-// next attempt would arrive with even less.
-const CodeBudgetRefused = -32001
+// spent, before its handler runs: [mcpbudget.CodeBudgetRefused], the code of
+// every SDK adapter's server. The message says the budget and the floor in
+// whole milliseconds, rounded up ("deadline budget too small: budget-ms=5,
+// floor-ms=20"), and the error's data holds the same two numbers as
+// {"budget_ms": 5, "floor_ms": 20} ([mcpbudget.RefusalError]). A [Client]
+// never retries it: the next attempt would arrive with even less; its
+// error holds a [*mcpbudget.RefusedError] around the *jsonrpc.Error.
+const CodeBudgetRefused = mcpbudget.CodeBudgetRefused
 
 // Admission is what a [Server] decided for one request, as reported to
-// [WithAdmission]: the shared admission rule's result ([admission.Admit]:
-// the inbound budget, the server's maximum, an outer deadline, the
-// effective budget, which of them set it, the floor and the refusal), and
-// what the request's _meta held.
-type Admission struct {
-	admission.Decision
-	// Malformed reports that the request's _meta held the budget key with
-	// a value that is not a budget (negative, fractional, not a number),
-	// which was ignored: the maximum applied as if the key were absent.
-	Malformed bool
-}
-
-// Clamped reports whether the inbound budget was larger than the server's
-// maximum, which replaced it.
-func (a Admission) Clamped() bool {
-	return a.Inbound.Present && a.Inbound.Budget > a.MaxBudget
-}
+// [WithAdmission]: [mcpbudget.Admission], the shared admission rule's
+// result and what the request's _meta held.
+type Admission = mcpbudget.Admission
 
 // Server is the receiving side: an MCP server middleware that gives every
 // inbound request a budget; create one with [NewServer] and install it on
@@ -61,7 +42,10 @@ func (a Admission) Clamped() bool {
 //	http.Handle("/mcp", s.HTTPHandler(mcp.NewStreamableHTTPHandler(getServer, nil)))
 //
 // It is safe for concurrent use.
-type Server struct{ cfg serverConfig }
+type Server struct {
+	cfg serverConfig
+	adm *admission.Admitter // the limits alone: Admit never blocks
+}
 
 // NewServer returns a Server configured by opts.
 //
@@ -106,19 +90,20 @@ type Server struct{ cfg serverConfig }
 // key return a nil Server and a [*deadline.PolicyError] naming the first
 // problem. Nil options are ignored.
 func NewServer(opts ...ServerOption) (*Server, error) {
-	c := serverConfig{limits: admission.DefaultLimits(), key: MetaKey}
+	c := serverConfig{ServerBase: mcpbudget.NewServerBase()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyServer(&c)
 		}
 	}
-	if c.err == nil {
-		c.err = c.limits.Validate()
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
-	if c.err != nil {
-		return nil, c.err
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.Limits})
+	if err != nil {
+		return nil, err
 	}
-	return &Server{cfg: c}, nil
+	return &Server{cfg: c, adm: adm}, nil
 }
 
 // Middleware returns the receiving middleware; see [NewServer]. Install it
@@ -126,19 +111,15 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 func (s *Server) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if strings.HasPrefix(method, "notifications/") {
+			if mcpbudget.Notification(method) {
 				return next(ctx, method, req)
 			}
 			a := s.admit(ctx, method, req)
 			if a.Refused() {
 				return nil, refusal(a)
 			}
-			ctx = deadline.NewContext(ctx, a.Deadline)
-			if a.Limit != admission.ByOuter {
-				var cancel context.CancelFunc
-				ctx, cancel = a.Deadline.Scope(ctx)
-				defer cancel()
-			}
+			ctx, cancel := mcpbudget.Scope(ctx, a)
+			defer cancel()
 			ctx, gone := withCallerGone(ctx, req)
 			defer gone()
 			return next(ctx, method, req)
@@ -148,19 +129,11 @@ func (s *Server) Middleware() mcp.Middleware {
 
 // admit reads the inbound budget, applies the rule and reports it.
 func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admission {
-	var in admission.Inbound
-	malformed := false
+	var meta map[string]any
 	if params := req.GetParams(); !isNil(params) {
-		v, present := params.GetMeta()[s.cfg.key]
-		switch d, kind := parseBudget(v, present); kind {
-		case metaBudget, metaHuge:
-			in = admission.Inbound{Present: true, Budget: d}
-		case metaMalformed:
-			malformed = true
-		}
+		meta = params.GetMeta()
 	}
-	outer, _ := deadline.FromContext(ctx)
-	a := Admission{Decision: admission.Admit(in, outer, s.cfg.limits), Malformed: malformed}
+	a, _ := mcpbudget.Admit(ctx, s.adm, "", meta, s.cfg.Key)
 	for _, f := range s.cfg.admission {
 		f(ctx, method, req, a)
 	}
@@ -169,26 +142,6 @@ func (s *Server) admit(ctx context.Context, method string, req mcp.Request) Admi
 
 // refusal is the JSON-RPC error of a refused request.
 func refusal(a Admission) error {
-	budget, floor := roundUpMs(a.Budget), roundUpMs(a.Floor)
-	data, _ := json.Marshal(struct {
-		Budget int64 `json:"budget_ms"`
-		Floor  int64 `json:"floor_ms"`
-	}{budget, floor})
-	return &jsonrpc.Error{
-		Code:    CodeBudgetRefused,
-		Message: "deadline budget too small: budget-ms=" + strconv.FormatInt(budget, 10) + ", floor-ms=" + strconv.FormatInt(floor, 10),
-		Data:    data,
-	}
-}
-
-// roundUpMs is d in whole milliseconds rounded up, 0 for nothing left.
-func roundUpMs(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	ms := int64(d / time.Millisecond)
-	if d%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
+	code, message, data := mcpbudget.RefusalError(a.Decision)
+	return &jsonrpc.Error{Code: code, Message: message, Data: data}
 }

@@ -3,7 +3,7 @@ package deadlinemcp_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,29 +16,22 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget/mcpbudgettest"
 )
 
 // admissions records what a Server decided for each tools/call.
-type admissions struct {
-	mu  sync.Mutex
-	all []deadlinemcp.Admission
-}
+type admissions struct{ mcpbudgettest.Admissions }
 
 func (r *admissions) option() deadlinemcp.ServerOption {
 	return deadlinemcp.WithAdmission(func(_ context.Context, method string, _ mcp.Request, a deadlinemcp.Admission) {
 		if method == "tools/call" {
-			r.mu.Lock()
-			r.all = append(r.all, a)
-			r.mu.Unlock()
+			r.Record(a)
 		}
 	})
 }
 
-func (r *admissions) list() []deadlinemcp.Admission {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]deadlinemcp.Admission(nil), r.all...)
-}
+func (r *admissions) list() []mcpbudget.Admission { return r.List() }
 
 func newBudgetServer(t *testing.T, rec *admissions, opts ...deadlinemcp.ServerOption) *deadlinemcp.Server {
 	t.Helper()
@@ -130,6 +123,10 @@ func TestServerRefusesAtFloor(t *testing.T) {
 		assert.Equal(t, int64(deadlinemcp.CodeBudgetRefused), we.Code)
 		assert.Equal(t, "deadline budget too small: budget-ms=39, floor-ms=50", we.Message)
 		assert.JSONEq(t, `{"budget_ms":39,"floor_ms":50}`, string(we.Data))
+		refused, ok := errors.AsType[*mcpbudget.RefusedError](err)
+		require.True(t, ok, "the type an mcp-go client's caller finds too")
+		assert.Equal(t, 39*time.Millisecond, refused.Budget)
+		assert.Equal(t, 50*time.Millisecond, refused.Floor)
 		var stop *deadline.StopError
 		require.ErrorAs(t, err, &stop)
 		assert.Equal(t, deadline.ReasonNotRetryable, stop.Reason)

@@ -5,35 +5,17 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/mcpspan"
 )
 
-// methodToolsCall is the MCP method of a tool call.
-const methodToolsCall = "tools/call"
-
-// mcpAttributes keeps the MCP-specific attributes of attrs (not the GenAI
-// ones an execute_tool span already has).
-func mcpAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, 0, len(attrs))
-	for _, kv := range attrs {
-		switch kv.Key {
-		case mcpMethodNameKey, mcpSessionIDKey, genai.NetworkTransportKey:
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // ErrorTypeToolError is error.type on a CLIENT span whose tool call
-// answered a result with isError true, as MCP's semantic conventions say.
-const ErrorTypeToolError = "tool_error"
+// answered a result with isError true, as MCP's semantic conventions say
+// ([mcpspan.ErrorTypeToolError]).
+const ErrorTypeToolError = mcpspan.ErrorTypeToolError
 
 // ClientMiddleware returns the sending middleware to install, in this
 // order, on an mcp.Client (client.AddSendingMiddleware(mws...)): a
@@ -78,37 +60,24 @@ func ClientMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ClientOption,
 		return nil, err
 	}
 	tracer := obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, newConfig(otelOpts))}, nil
+	return []mcp.Middleware{c.Middleware(), attemptSpans(tracer, mcpspan.NewConfig(otelOpts))}, nil
 }
 
 // attemptSpans records each request it sends as a CLIENT span.
-func attemptSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
-	prop := cfg.prop
+func attemptSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
+	prop := cfg.Propagator
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
 				return next(ctx, method, req)
 			}
 			p := params(req)
-			name, attrs := spanName(method, p, req.GetSession())
-			if cfg.transport != "" {
-				attrs = append(attrs, genai.NetworkTransportKey.String(cfg.transport))
-			}
-			if tc, ok := genai.ToolCallFromContext(ctx); ok && method == methodToolsCall {
-				// A GenAI instrumentation traces this tool's execution:
-				// its execute_tool span gets the MCP attributes, as the
-				// conventions ask, and this span, below it, its call id.
-				if tc.CallID != "" {
-					attrs = append(attrs, genai.ToolCallIDKey.String(tc.CallID))
-				}
-				tc.Span.SetAttributes(mcpAttributes(attrs)...)
-			}
-			ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+			ctx, span := mcpspan.StartClient(ctx, tracer, request(method, p, req.GetSession(), cfg.Network))
 			defer span.End()
-			ctx = context.WithValue(ctx, clientSpanKey{}, clientSpan{span, cfg.transport != ""})
+			ctx = context.WithValue(ctx, clientSpanKey{}, clientSpan{span, cfg.Network != ""})
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
-					prop.Inject(ctx, metaCarrier(m))
+					prop.Inject(ctx, mcpspan.MetaCarrier(m))
 				}
 			}
 			res, err := next(ctx, method, req)
@@ -118,56 +87,22 @@ func attemptSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
 	}
 }
 
-// spanName is a request span's name and attributes.
-func spanName(method string, p mcp.Params, session mcp.Session) (string, []attribute.KeyValue) {
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, mcpMethodNameKey.String(method))
-	tool := target(p)
-	name := genai.SpanName(method, tool)
-	if tool != "" {
-		attrs = append(attrs, genAIToolNameKey.String(tool))
-	}
-	if method == methodToolsCall {
-		attrs = append(attrs, genai.OperationNameKey.String(genai.OperationExecuteTool))
-	}
+// request is what the span of a request needs to know of it.
+func request(method string, p mcp.Params, session mcp.Session, network string) mcpspan.Request {
+	r := mcpspan.Request{Method: method, Tool: target(p), Network: network}
 	if session != nil {
-		if id := session.ID(); id != "" {
-			attrs = append(attrs, mcpSessionIDKey.String(id))
-		}
+		r.SessionID = session.ID()
 	}
-	return name, attrs
+	return r
 }
 
-// recordResult marks span as failed when the request failed (error.type
-// from errorType, the error as the status description) or when a tool
-// call answered isError (error.type [ErrorTypeToolError]); a success
-// leaves it unset. The client's and the server's spans both use it.
+// recordResult marks span as failed when the request failed or a tool
+// call answered isError ([mcpspan.RecordResult]).
 func recordResult(span trace.Span, res mcp.Result, err error) {
-	switch {
-	case err != nil:
-		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-		span.SetStatus(codes.Error, err.Error())
-	case isToolError(res):
-		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorTypeToolError))
-		span.SetStatus(codes.Error, "the tool answered isError")
-	}
+	mcpspan.RecordResult(span, err, isToolError(res), rpcCode)
 }
 
 func isToolError(res mcp.Result) bool {
 	r, ok := res.(*mcp.CallToolResult)
 	return ok && r != nil && r.IsError
-}
-
-// errorType is error.type for a failed request: the error's own
-// ErrorType when it has one, the JSON-RPC code of a JSON-RPC error, else
-// semconv's "_OTHER".
-func errorType(err error) string {
-	var typed interface{ ErrorType() string }
-	if ok := asType(err, &typed); ok {
-		return typed.ErrorType()
-	}
-	if code, ok := rpcCode(err); ok {
-		return code
-	}
-	return semconv.ErrorTypeOther.Value.AsString()
 }

@@ -2,21 +2,15 @@ package otelbudgetmcp
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-func asType(err error, target *interface{ ErrorType() string }) bool {
-	return errors.As(err, target)
-}
-
-// rpcCode is the JSON-RPC code of the first JSON-RPC error in err's chain,
-// as a string ("-32001").
-func rpcCode(err error) (string, bool) {
+// rpcCode is the JSON-RPC code of the first JSON-RPC error in err's chain.
+func rpcCode(err error) (int64, bool) {
 	we, ok := errors.AsType[*jsonrpc.Error](err)
 	if !ok {
-		return "", false
+		return 0, false
 	}
-	return strconv.FormatInt(we.Code, 10), true
+	return we.Code, true
 }

@@ -2,20 +2,15 @@ package otelbudgetmcp
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/mcpspan"
 )
 
 // ServerMiddleware returns the receiving middleware to install, in this
@@ -58,28 +53,12 @@ func ServerMiddleware(obs *otelbudget.Observer, opts []deadlinemcp.ServerOption,
 		return nil, err
 	}
 	tracer := obs.TracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version()))
-	return []mcp.Middleware{serverSpans(tracer, newConfig(otelOpts)), s.Middleware(), endedBy}, nil
-}
-
-// serverState is what the three middlewares of one request share: the
-// effective budget, and whether the span's status was already decided (a
-// refusal, a lease that ended), which an error returned after it does not
-// replace.
-type serverState struct {
-	budget  time.Duration
-	settled bool
-}
-
-type stateKey struct{}
-
-func state(ctx context.Context) *serverState {
-	st, _ := ctx.Value(stateKey{}).(*serverState)
-	return st
+	return []mcp.Middleware{serverSpans(tracer, mcpspan.NewConfig(otelOpts)), s.Middleware(), endedBy}, nil
 }
 
 // serverSpans starts a SERVER span per inbound request.
-func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
-	prop := cfg.prop
+func serverSpans(tracer trace.Tracer, cfg mcpspan.Config) mcp.Middleware {
+	prop := cfg.Propagator
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if strings.HasPrefix(method, "notifications/") {
@@ -88,21 +67,18 @@ func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
 			p := params(req)
 			if p != nil {
 				if m := p.GetMeta(); m != nil {
-					ctx = prop.Extract(ctx, metaCarrier(m))
+					ctx = prop.Extract(ctx, mcpspan.MetaCarrier(m))
 				}
 			}
-			name, attrs := spanName(method, p, req.GetSession())
-			switch {
-			case cfg.transport != "":
-				attrs = append(attrs, genai.NetworkTransportKey.String(cfg.transport))
-			case req.GetExtra() != nil && req.GetExtra().Header != nil:
-				attrs = append(attrs, genai.NetworkTransportKey.String(genai.NetworkTransportTCP))
+			network := cfg.Network
+			if network == "" && req.GetExtra() != nil && req.GetExtra().Header != nil {
+				network = genai.NetworkTransportTCP
 			}
-			ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+			ctx, span := mcpspan.StartServer(ctx, tracer, request(method, p, req.GetSession(), network))
 			defer span.End()
-			st := &serverState{}
-			res, err := next(context.WithValue(ctx, stateKey{}, st), method, req)
-			if !st.settled {
+			ctx, st := mcpspan.WithServerState(ctx)
+			res, err := next(ctx, method, req)
+			if !st.Settled {
 				recordResult(span, res, err)
 			}
 			return res, err
@@ -112,49 +88,7 @@ func serverSpans(tracer trace.Tracer, cfg config) mcp.Middleware {
 
 // annotate sets the admission on the SERVER span in ctx.
 func annotate(ctx context.Context, _ string, _ mcp.Request, a deadlinemcp.Admission) {
-	span := trace.SpanFromContext(ctx)
-	st := state(ctx)
-	if !span.IsRecording() || st == nil {
-		return
-	}
-	st.budget, st.settled = a.Budget, a.Refused()
-	attrs := make([]attribute.KeyValue, 0, 11)
-	if a.Inbound.Present {
-		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound.Budget)))
-	}
-	if a.Malformed {
-		attrs = append(attrs, otelbudget.AttrServerHeaderMalformed.Bool(true))
-	}
-	attrs = append(attrs,
-		otelbudget.AttrServerMaxBudgetMs.Int64(ms(a.MaxBudget)),
-		otelbudget.AttrServerBudgetMs.Int64(ms(a.Budget)),
-		otelbudget.AttrServerLimitedBy.String(a.Limit.String()),
-		otelbudget.AttrServerFloorMs.Int64(ms(a.Floor)),
-	)
-	if a.HasOuter {
-		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.OuterRemaining)))
-	}
-	if a.Refused() {
-		attrs = append(attrs,
-			otelbudget.AttrServerRefused.Bool(true),
-			otelbudget.AttrServerRefusal.String(a.Refusal.String()),
-			semconv.ErrorTypeKey.String(otelbudget.ErrorTypeServerRefused))
-	}
-	span.SetAttributes(attrs...)
-	if a.Refused() {
-		span.SetStatus(codes.Error, refusalDescription(a))
-	}
-}
-
-func refusalDescription(a deadlinemcp.Admission) string {
-	switch {
-	case a.Refusal == admission.RefusalFloor:
-		return "budget " + dur(a.Budget) + " at or below the " + dur(a.Floor) + " floor"
-	case a.Limit == admission.ByOuter:
-		return "budget spent: the request's context deadline had passed on arrival"
-	default:
-		return "budget spent: the request's _meta said 0"
-	}
+	mcpspan.Admitted(ctx, a)
 }
 
 // endedBy records on the SERVER span how an admitted request's handler
@@ -164,28 +98,7 @@ func endedBy(next mcp.MethodHandler) mcp.MethodHandler {
 		if strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
-		res, err := next(ctx, method, req)
-		span, st := trace.SpanFromContext(ctx), state(ctx)
-		if !span.IsRecording() || st == nil {
-			return res, err
-		}
-		switch cerr := ctx.Err(); {
-		case cerr == nil:
-			span.SetAttributes(otelbudget.AttrServerEndedBy.String("completed"))
-		case errors.Is(cerr, context.DeadlineExceeded):
-			span.SetAttributes(otelbudget.AttrServerEndedBy.String("deadline"),
-				semconv.ErrorTypeKey.String(otelbudget.ErrorTypeServerDeadline))
-			span.SetStatus(codes.Error, "the handler's lease ended (budget "+dur(st.budget)+")")
-			st.settled = true
-		default:
-			span.SetAttributes(otelbudget.AttrServerEndedBy.String("canceled"))
-		}
-		return res, err
+		defer mcpspan.HandlerEnded(ctx)
+		return next(ctx, method, req)
 	}
 }
-
-// ms converts d to whole milliseconds, rounded to the nearest, as
-// otelbudget does.
-func ms(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }
-
-func dur(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -1,4 +1,4 @@
-package deadlinemcp
+package mcpbudget
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSmallestBudget(t *testing.T) {
+func TestSmallest(t *testing.T) {
 	const k = `"` + MetaKey + `"`
 	for _, tc := range []struct {
 		name, in string
@@ -24,7 +24,7 @@ func TestSmallestBudget(t *testing.T) {
 		{"not JSON", `{"params":` + k + k, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed := smallestBudget([]byte(tc.in), MetaKey)
+			out, changed := Smallest([]byte(tc.in), MetaKey)
 			assert.Equal(t, tc.changed, changed)
 			if !tc.changed {
 				assert.Equal(t, tc.in, string(out), "unchanged, byte for byte")
@@ -41,21 +41,15 @@ func TestSmallestBudget(t *testing.T) {
 	}
 	t.Run("batch", func(t *testing.T) {
 		in := `[{"id":1,"params":{"_meta":{` + k + `:999999,` + k + `:50}}},{"id":2,"params":{"_meta":{` + k + `:9}}}]`
-		out, changed := smallestBudget([]byte(in), MetaKey)
+		out, changed := Smallest([]byte(in), MetaKey)
 		require.True(t, changed)
 		assert.JSONEq(t, `[{"id":1,"params":{"_meta":{`+k+`:50}}},{"id":2,"params":{"_meta":{`+k+`:9}}}]`, string(out))
 	})
 }
 
-func TestHTTPHandlerNil(t *testing.T) {
-	s, err := NewServer()
-	require.NoError(t, err)
-	assert.Panics(t, func() { s.HTTPHandler(nil) })
-}
-
 // Whatever a POST body holds, smallestBudget does not panic, returns a
 // body it leaves alone byte for byte, and writes only valid JSON.
-func FuzzSmallestBudget(f *testing.F) {
+func FuzzSmallest(f *testing.F) {
 	const k = `"` + MetaKey + `"`
 	for _, s := range []string{
 		`{"params":{"_meta":{` + k + `:50,` + k + `:999999}}}`,
@@ -66,7 +60,7 @@ func FuzzSmallestBudget(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out, changed := smallestBudget(body, MetaKey)
+		out, changed := Smallest(body, MetaKey)
 		if !changed {
 			require.Equal(t, body, out)
 			return

@@ -1,4 +1,4 @@
-package deadlinemcp
+package mcpbudget
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ func TestBudgetMs(t *testing.T) {
 		{-time.Second, 1}, {0, 1}, {time.Microsecond, 1}, {time.Millisecond, 1},
 		{time.Millisecond + 1, 2}, {870 * time.Millisecond, 870}, {MaxBudget, 9999999999}, {1 << 62, 9999999999},
 	} {
-		assert.Equal(t, tc.want, budgetMs(tc.d), "%v", tc.d)
+		assert.Equal(t, tc.want, BudgetMs(tc.d), "%v", tc.d)
 	}
 }
 
@@ -27,28 +27,28 @@ func TestParseBudget(t *testing.T) {
 	for _, tc := range []struct {
 		v    any
 		want time.Duration
-		kind metaValue
+		kind Kind
 	}{
-		{float64(5), 5 * time.Millisecond, metaBudget},
-		{json.Number("5"), 5 * time.Millisecond, metaBudget},
-		{json.Number("5.0"), 5 * time.Millisecond, metaBudget},
-		{json.Number("5e2"), 500 * time.Millisecond, metaBudget},
-		{json.Number("5.5"), 0, metaMalformed},
-		{json.Number("-1"), 0, metaMalformed},
-		{json.Number("123456789012345678901234567890"), MaxBudget, metaHuge},
-		{json.Number("1e400"), MaxBudget, metaHuge},
-		{json.Number("-1e400"), 0, metaMalformed},
-		{json.Number("x"), 0, metaMalformed},
-		{7, 7 * time.Millisecond, metaBudget},
-		{int64(-7), 0, metaMalformed},
-		{"7", 0, metaMalformed},
+		{float64(5), 5 * time.Millisecond, Budget},
+		{json.Number("5"), 5 * time.Millisecond, Budget},
+		{json.Number("5.0"), 5 * time.Millisecond, Budget},
+		{json.Number("5e2"), 500 * time.Millisecond, Budget},
+		{json.Number("5.5"), 0, Malformed},
+		{json.Number("-1"), 0, Malformed},
+		{json.Number("123456789012345678901234567890"), MaxBudget, Huge},
+		{json.Number("1e400"), MaxBudget, Huge},
+		{json.Number("-1e400"), 0, Malformed},
+		{json.Number("x"), 0, Malformed},
+		{7, 7 * time.Millisecond, Budget},
+		{int64(-7), 0, Malformed},
+		{"7", 0, Malformed},
 	} {
-		d, kind := parseBudget(tc.v, true)
+		d, kind := Parse(tc.v, true)
 		assert.Equal(t, tc.kind, kind, "%#v", tc.v)
 		assert.Equal(t, tc.want, d, "%#v", tc.v)
 	}
-	_, kind := parseBudget(nil, false)
-	assert.Equal(t, metaAbsent, kind)
+	_, kind := Parse(nil, false)
+	assert.Equal(t, Absent, kind)
 }
 
 func TestValidMetaKey(t *testing.T) {
@@ -70,7 +70,7 @@ func TestValidMetaKey(t *testing.T) {
 		"com.exa_mple/x":                 false,
 		"com.example/budget_ms.v2":       true,
 	} {
-		assert.Equal(t, want, validMetaKey(k), k)
+		assert.Equal(t, want, ValidKey(k), k)
 	}
 }
 
@@ -90,15 +90,15 @@ func FuzzParseBudget(f *testing.F) {
 			if dec.Decode(&v) != nil {
 				return
 			}
-			d, kind := parseBudget(v, true)
+			d, kind := Parse(v, true)
 			switch kind {
-			case metaBudget:
+			case Budget:
 				require.GreaterOrEqual(t, d, time.Duration(0))
 				require.LessOrEqual(t, d, MaxBudget)
 				require.Zero(t, d%time.Millisecond)
-			case metaHuge:
+			case Huge:
 				require.Equal(t, MaxBudget, d)
-			case metaMalformed:
+			case Malformed:
 				require.Zero(t, d)
 			default:
 				t.Fatalf("kind %d for a present value", kind)
