@@ -228,10 +228,20 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		return ReasonRefused, nil
 	}
 	if l := r.p.Limiter; l != nil {
+		// The limiter's rule for every call: it can still finish from a
+		// free slot, its need at least the route's, plus the floor.
+		need := r.need(a)
+		if rn := l.routeNeed(r.p.Name); rn > 0 {
+			need = max(need, r.p.Floor+rn)
+			if a.Remaining <= need {
+				r.refusal = l.refuse(LimitQueueTimeout, l.Limit(), 1, 0, need, r.end, a.Start, false)
+				return r.refusal.Cause.Reason(), nil
+			}
+		}
 		p, ok := l.tryAcquire(r.p.Name)
 		if !ok {
 			var err error
-			if p, err = l.Acquire(ctx, r.p.Name, r.end, r.need(a)); err != nil {
+			if p, err = l.Acquire(ctx, r.p.Name, r.end, need); err != nil {
 				r.refusal, _ = err.(*LimitError)
 				return r.refusal.Cause.Reason(), nil
 			}
@@ -296,11 +306,22 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
 	case EndedDeadline:
 		o = OutcomeCut
 	}
-	// An error answer says how the downstream ended the call, not how long
+	// Only a completed call's latency is its route's service time. An
+	// error answer says how the downstream ended the call, not how long
 	// the route's work takes: a refusal answered at once, learned as the
 	// route's latency, drove its baseline to nothing and the limit down
-	// with it (the overload bench's two-route collapse).
-	p.done(o, ended != EndedError)
+	// with it (the overload bench's two-route collapse). A call cut by its
+	// ceiling or the deadline is censored: learned at the cut, a route
+	// whose calls are cut showed a latency no higher than their deadline,
+	// and the baseline followed it up until the limit stopped limiting.
+	k := sampleNone
+	switch ended {
+	case EndedCompleted:
+		k = sampleService
+	case EndedAttemptTimeout, EndedDeadline:
+		k = sampleCensored
+	}
+	p.done(o, k)
 	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
 		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
 	}
