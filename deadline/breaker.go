@@ -73,7 +73,9 @@ type LimitError struct {
 	// Limit is the limiter's limit when it decided (0 for throttling).
 	Limit int
 	// Position is the call's place in the queue (1 the next served) when
-	// it arrived, or would have had; 0 for the breaker and throttling.
+	// it arrived, or would have had; for a waiting call a full backlog
+	// evicted, its place then (the last, beyond the backlog); 0 for the
+	// breaker and throttling.
 	Position int
 	// Queued reports that it waited in the queue before it was refused.
 	Queued bool

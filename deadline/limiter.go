@@ -73,9 +73,11 @@ const (
 // LIFO ("Fail at Scale", ACM Queue 2015) and the order of Netflix's
 // LifoBlockingLimiter. Across routes a cheap call goes before a costly one
 // with the same deadline: a slot given to the call that needs less
-// finishes more calls in time. When the backlog is full, FIFO refuses the
-// newcomer, and the overloaded order refuses its oldest waiting call
-// instead.
+// finishes more calls in time. When the backlog is full, the call the
+// queue would serve last is refused ([LimitQueueFull]): under FIFO the
+// newcomer; under the overloaded order the newcomer if it would be served
+// last, else the waiting call served last (the earliest deadline less
+// twice its need), never the one served first.
 //
 // # The limit: each route's latency against its own baseline
 //
@@ -201,6 +203,7 @@ type waiter struct {
 	seq, prio   uint64
 	decided     bool
 	refusal     LimitCause // when decided: LimitNone is a slot
+	at          int        // when evicted: its place then (1 the next served)
 }
 
 // LimiterOption configures a [Limiter] built by [NewLimiter].
@@ -467,11 +470,18 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		l.mu.Unlock()
 		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now, false)
 	case waiting >= backlog:
-		if backlog == 0 || !lifo || l.head == nil {
+		// The backlog is full: the call the queue would serve last leaves,
+		// the newcomer (FIFO; or served last in the overloaded order), or
+		// the waiting call the newcomer goes before. Never the first
+		// served: evicting the oldest, under the overloaded order, refused
+		// a call with most of its budget left for one that then timed out.
+		last := l.orderLast()
+		if backlog == 0 || !lifo || last == nil || place >= waiting {
 			l.mu.Unlock()
 			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now, false)
 		}
-		l.decide(l.head, LimitQueueFull)
+		last.at = waiting + 1 // behind the newcomer: beyond the backlog
+		l.decide(last, LimitQueueFull)
 	}
 	w.ready = make(chan struct{})
 	l.push(w, now)
@@ -506,6 +516,9 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	if w.refusal != LimitNone {
+		if w.at > 0 {
+			place = w.at - 1 // where it stood when it was refused
+		}
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
