@@ -79,6 +79,11 @@ const (
 // last, else the waiting call served last (the earliest deadline less
 // twice its need), never the one served first.
 //
+// That order trusts the deadlines: a client's are its own. A server's are
+// its callers' claims, and a queue ordered by them sells places to whoever
+// claims most; [WithArrivalOrder] orders by arrival alone (FIFO, then the
+// newest first), the deadline deciding only who is refused.
+//
 // # The limit: each route's latency against its own baseline
 //
 // An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
@@ -154,6 +159,7 @@ type Limiter struct {
 	origin           time.Time
 	initial          int
 	backlogSet       bool
+	arrival          bool // WithArrivalOrder
 	minWindowSamples int
 
 	mu        sync.Mutex
@@ -253,6 +259,27 @@ func WithBacklog(n int) LimiterOption {
 		return nil
 	})
 }
+
+// WithArrivalOrder orders the queue by arrival alone: FIFO while it
+// empties, the newest first under a standing queue (adaptive LIFO),
+// whatever the calls' deadlines, which then only decide whether a call is
+// refused (it cannot finish from its place), never its place. A server's
+// queue needs it: there the deadline is the caller's claim (a header any
+// client can forge or leave out), and ordered by it, a request claiming a
+// large budget would be served before honest ones; package admission's
+// queues are built with it. Without it (a client's limiter, whose
+// deadlines are its own) the overloaded order is the latest deadline less
+// twice the need first (see [Limiter]).
+func WithArrivalOrder() LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		l.arrival = true
+		return nil
+	})
+}
+
+// ArrivalOrder reports whether the queue is ordered by arrival alone
+// ([WithArrivalOrder]).
+func (l *Limiter) ArrivalOrder() bool { return l.arrival }
 
 // WithLatencyTolerance sets how far the median latency may rise above the
 // baseline before the adaptive limit shrinks, in [1, 10] (default
@@ -453,6 +480,9 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	}
 	lifo := l.lifo(now)
 	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
+	if l.arrival {
+		w.key = l.origin // one key for all: the newest first
+	}
 	// Its place: FIFO behind every waiting call; in the overloaded order
 	// behind those served before it (the newest first on a tie: it).
 	place := waiting

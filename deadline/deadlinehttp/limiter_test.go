@@ -104,7 +104,7 @@ func TestTransportOverloadMarked(t *testing.T) {
 // queue, with the same answers.
 func TestHandlerAdmissionLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1))
+		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1), deadline.WithArrivalOrder())
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int32
@@ -137,4 +137,71 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "admission.Config.Limiter", pe.Field)
 	})
+}
+
+// TestHandlerQueueOrderIgnoresTheClaim: under a standing queue, requests
+// that forge the budget header (9999999999 ms, clamped to the maximum) or
+// send none are served exactly where honest requests arriving at the same
+// instants would be: the claim buys no place, with the fixed queue and
+// with the adaptive limiter. Before, the queue served the largest deadline
+// first, and both went ahead of every honest 300 ms request.
+func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
+	run := func(t *testing.T, opt func() deadlinehttp.HandlerOption, forge bool) []string {
+		var order []string
+		synctest.Test(t, func(t *testing.T) {
+			var mu sync.Mutex
+			release := make(chan struct{})
+			h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id := r.URL.Query().Get("id")
+				if id == "hold" {
+					<-release
+					return
+				}
+				mu.Lock()
+				order = append(order, id)
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}), opt(), deadlinehttp.WithMaxBudget(3*time.Second), deadlinehttp.WithFloor(time.Millisecond))
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			send := func(id, header string) {
+				req := httptest.NewRequest(http.MethodGet, "/?id="+id, nil)
+				if header != "" {
+					req.Header.Set(deadlinehttp.DefaultHeader, header)
+				}
+				wg.Go(func() { h.ServeHTTP(httptest.NewRecorder(), req) })
+				synctest.Wait()
+				time.Sleep(10 * time.Millisecond)
+			}
+			send("hold", "5000")
+			send("h1", "400")
+			time.Sleep(deadline.LIFOAfter) // a standing queue
+			forged, missing := "300", "300"
+			if forge {
+				forged, missing = "9999999999", ""
+			}
+			send("forged", forged)
+			send("h2", "300")
+			send("missing", missing)
+			send("h3", "300")
+			close(release)
+			wg.Wait()
+		})
+		return order
+	}
+	for name, opt := range map[string]func() deadlinehttp.HandlerOption{
+		"queue": func() deadlinehttp.HandlerOption { return deadlinehttp.WithAdmissionQueue(1, 10) },
+		"limiter": func() deadlinehttp.HandlerOption {
+			l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(10), deadline.WithArrivalOrder())
+			require.NoError(t, err)
+			return deadlinehttp.WithAdmissionLimiter(l)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			honest := run(t, opt, false)
+			claimed := run(t, opt, true)
+			assert.Equal(t, []string{"h3", "missing", "h2", "forged", "h1"}, honest, "adaptive LIFO by arrival")
+			assert.Equal(t, honest, claimed, "a forged or missing budget changes no place")
+		})
+	}
 }
