@@ -211,8 +211,8 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
 
 		time.Sleep(time.Second)
-		_, err = l.Acquire(context.Background(), "r", time.Now().Add(150*time.Millisecond), 0)
-		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "150ms cannot afford a 100ms probe twice")
+		_, err = l.Acquire(context.Background(), "r", time.Now().Add(90*time.Millisecond), 0)
+		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "90ms cannot hold a 100ms probe")
 		assert.Equal(t, "half_open", l.BreakerState())
 		p1, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)

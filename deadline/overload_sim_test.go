@@ -192,3 +192,69 @@ func TestLimiterFollowsASlowerDownstream(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestBreakerClosesForCallersNearTheServiceTime: callers whose budget is
+// 1.2× a 100 ms service time carry the half-open breaker's probes, so it
+// closes within 10 s of the downstream's recovery. Before, a probe needed
+// twice its ceiling in budget, and the breaker stayed half-open for good.
+func TestBreakerClosesForCallersNearTheServiceTime(t *testing.T) {
+	for _, outage := range []time.Duration{10 * time.Second, 11300 * time.Millisecond, 12700 * time.Millisecond} {
+		t.Run(outage.String(), func(t *testing.T) { breakerCloses(t, outage) })
+	}
+}
+
+func breakerCloses(t *testing.T, outage time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithBreaker(deadline.DefaultBreaker()))
+		p := deadline.Policy{Name: "r", MaxAttempts: 1, Floor: time.Millisecond, Limiter: l}
+		var failing atomic.Bool
+		var wg sync.WaitGroup
+		var good atomic.Int64
+		call := func() {
+			wg.Go(func() {
+				_, err := deadline.Do(context.Background(), deadline.New(120*time.Millisecond), p,
+					func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
+						t := time.NewTimer(100 * time.Millisecond)
+						defer t.Stop()
+						select {
+						case <-t.C:
+						case <-ctx.Done():
+							return struct{}{}, ctx.Err()
+						}
+						if failing.Load() {
+							return struct{}{}, deadline.Retryable(errors.New("500"))
+						}
+						return struct{}{}, nil
+					})
+				if err == nil {
+					good.Add(1)
+				}
+			})
+		}
+		tick := func(d time.Duration, each func()) {
+			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				call()
+				if each != nil {
+					each()
+				}
+			}
+		}
+		tick(5*time.Second, nil)
+		require.Equal(t, "closed", l.BreakerState())
+		failing.Store(true)
+		tick(outage, nil)
+		require.NotEqual(t, "closed", l.BreakerState(), "the failures opened it")
+		failing.Store(false)
+		recovered := time.Now()
+		var closedAt time.Time
+		tick(30*time.Second, func() {
+			if closedAt.IsZero() && l.BreakerState() == "closed" {
+				closedAt = time.Now()
+			}
+		})
+		wg.Wait()
+		require.False(t, closedAt.IsZero(), "the breaker never closed")
+		t.Logf("closed %v after the recovery; %d good calls", closedAt.Sub(recovered), good.Load())
+		assert.LessOrEqual(t, closedAt.Sub(recovered), 10*time.Second)
+	})
+}
