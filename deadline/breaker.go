@@ -263,7 +263,7 @@ func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
 			return
 		}
 		switch o {
-		case OutcomeSuccess:
+		case OutcomeSuccess, OutcomeAnswered:
 			l.probeWins++
 			if l.probeWins >= b.Probes {
 				l.failures, l.successes, l.countSince = 0, 0, now
@@ -282,7 +282,7 @@ func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
 		l.failures, l.successes, l.countSince = 0, 0, now
 	}
 	switch o {
-	case OutcomeSuccess:
+	case OutcomeSuccess, OutcomeAnswered:
 		l.successes++
 	case OutcomeFailure:
 		l.failures++

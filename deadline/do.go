@@ -287,11 +287,14 @@ func (r *run) need(a *AttemptInfo) time.Duration {
 
 // settle frees the attempt's limiter slot and counts it for throttling,
 // given how it ended.
-func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
+func (r *run) settle(p *Permit, ended EndedBy, err error, retry, answered bool) {
 	o := OutcomeIgnore
 	switch ended {
 	case EndedCompleted:
 		o = OutcomeSuccess
+		if answered {
+			o = OutcomeAnswered
+		}
 	case EndedError:
 		switch {
 		case errors.Is(err, ErrOverloaded):
@@ -315,16 +318,22 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
 	// whose calls are cut showed a latency no higher than their deadline,
 	// and the baseline followed it up until the limit stopped limiting.
 	k := sampleNone
-	switch ended {
-	case EndedCompleted:
+	switch {
+	case ended == EndedCompleted && !answered:
 		k = sampleService
-	case EndedAttemptTimeout, EndedDeadline:
+	case ended == EndedAttemptTimeout, ended == EndedDeadline:
 		k = sampleCensored
 	}
 	p.done(o, k)
 	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
-		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
+		b.ended(o == OutcomeSuccess || o == OutcomeAnswered || o == OutcomeFailure && ended == EndedError)
 	}
+}
+
+// answered reports whether op's value v is an answer without the work
+// ([Policy.Answered]).
+func (r *run) answered(v any) bool {
+	return r.p.Answered != nil && r.p.Answered(v)
 }
 
 // run is the state of one call to Do, kept out of the generic function so
@@ -442,7 +451,7 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 		r.last = err
 	}
 	if permit.l != nil || r.p.RetryBudget != nil && r.p.RetryBudget.k > 0 {
-		r.settle(&permit, ended, err, retry)
+		r.settle(&permit, ended, err, retry, err == nil && r.p.Answered != nil && r.answered(v))
 	}
 	r.ended = ended
 	if r.h != nil && r.h.AttemptEnd != nil {

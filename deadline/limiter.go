@@ -395,11 +395,30 @@ const (
 	// nothing of the downstream; the slot is freed, nothing is learned.
 	OutcomeIgnore
 	// OutcomeCut: the caller's deadline cut the call: its latency is
-	// learned (at least this long), but it is no failure of the
+	// censored (the service time exceeds it: learned only as queueing
+	// when it already exceeds the tolerance), and it is no failure of the
 	// downstream: the budget was too small, and the breaker does not count
 	// it.
 	OutcomeCut
+	// OutcomeAnswered: the downstream answered, but without doing the
+	// work, so its latency is not service time: an authentication failure,
+	// a route not found, a request rejected by validation (HTTP's 4xx but
+	// 408 and 429). The breaker counts it as a success (the downstream is
+	// up) and throttling as accepted; the limit learns nothing from it:
+	// learned, a burst of 401s answered in 200 µs made every real call
+	// look queued and cut the limit from 32 to 4 for 98 s.
+	OutcomeAnswered
 )
+
+// What each outcome teaches:
+//
+//	outcome           latency (the limit)      breaker   throttling
+//	OutcomeSuccess    service time             success   accepted
+//	OutcomeFailure    service time             failure   accepted (Do: error answers are not timed)
+//	OutcomeCut        censored: queueing only  —         refused
+//	OutcomeOverload   nothing                  —         refused
+//	OutcomeAnswered   nothing                  success   accepted
+//	OutcomeIgnore     nothing                  —         —
 
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
 // closed: the hot path, with no allocation and no lock. When it reports
@@ -574,7 +593,7 @@ func (p *Permit) Done(o Outcome) {
 	switch o {
 	case OutcomeCut:
 		k = sampleCensored
-	case OutcomeOverload, OutcomeIgnore:
+	case OutcomeOverload, OutcomeIgnore, OutcomeAnswered:
 		k = sampleNone
 	}
 	p.done(o, k)

@@ -258,3 +258,75 @@ func breakerCloses(t *testing.T, outage time.Duration) {
 		assert.LessOrEqual(t, closedAt.Sub(recovered), 10*time.Second)
 	})
 }
+
+// TestFastAnswersTeachNoLatency: a 1 s burst of answers given without the
+// work, in 200 µs, moves the limit by at most 10 %, whether the caller
+// reports them itself (Permit.Done(OutcomeAnswered)), through a Policy's
+// Answered (deadlinehttp's 4xx), or as an error answer through Do (how
+// deadlinegrpc's and deadlinemcp's clients see UNAUTHENTICATED or a
+// JSON-RPC error).
+func TestFastAnswersTeachNoLatency(t *testing.T) {
+	type mode int
+	const (
+		direct mode = iota
+		policy
+		errorAnswer
+	)
+	for name, m := range map[string]mode{"Permit.Done": direct, "Policy.Answered": policy, "error answer": errorAnswer} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newLimiter(t, deadline.WithBreaker(deadline.DefaultBreaker()))
+				var reject atomic.Bool
+				p := deadline.Policy{Name: "r", MaxAttempts: 1, Limiter: l}
+				if m == policy {
+					p.Answered = func(v any) bool { return v.(int) == 401 }
+				}
+				var wg sync.WaitGroup
+				send := func(d time.Duration) {
+					for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+						wg.Go(func() {
+							rejected := reject.Load()
+							if m == direct {
+								pm, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
+								if err != nil {
+									return
+								}
+								o := deadline.OutcomeSuccess
+								if rejected {
+									time.Sleep(200 * time.Microsecond)
+									o = deadline.OutcomeAnswered
+								} else {
+									time.Sleep(20 * time.Millisecond)
+								}
+								pm.Done(o)
+								return
+							}
+							_, _ = deadline.Do(context.Background(), deadline.New(time.Second), p,
+								func(ctx context.Context, _ deadline.AttemptInfo) (int, error) {
+									if rejected {
+										time.Sleep(200 * time.Microsecond)
+										if m == errorAnswer {
+											return 0, errors.New("unauthenticated")
+										}
+										return 401, nil
+									}
+									time.Sleep(20 * time.Millisecond)
+									return 200, nil
+								})
+						})
+					}
+				}
+				send(3 * time.Second)
+				before := l.Limit()
+				reject.Store(true)
+				send(time.Second)
+				reject.Store(false)
+				send(2 * time.Second)
+				wg.Wait()
+				t.Logf("limit %d before the burst, %d after; breaker %s", before, l.Limit(), l.BreakerState())
+				assert.InDelta(t, before, l.Limit(), 0.1*float64(before))
+				assert.Equal(t, "closed", l.BreakerState(), "answers are no failures")
+			})
+		})
+	}
+}

@@ -205,3 +205,57 @@ func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
 		})
 	}
 }
+
+// rtFunc is an in-memory base RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestTransportFastRejectionsTeachNoLatency: a 1 s burst of 401s answered
+// in 200 µs moves the limit by at most 10 %: answered without the work,
+// they are OutcomeAnswered, not service time. Before, the limit fell from
+// 32 to 4 and stayed there for 98 s.
+func TestTransportFastRejectionsTeachNoLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := deadline.NewLimiter()
+		require.NoError(t, err)
+		var reject atomic.Bool
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			d, code := 20*time.Millisecond, http.StatusOK
+			if reject.Load() {
+				d, code = 200*time.Microsecond, http.StatusUnauthorized
+			}
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			return &http.Response{StatusCode: code, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+		})
+		tr := deadlinehttp.NewTransport(base, deadlinehttp.WithLimiter(l))
+		var wg sync.WaitGroup
+		send := func(d time.Duration) {
+			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				wg.Go(func() {
+					req := httptest.NewRequest(http.MethodGet, "http://downstream/", nil)
+					req.RequestURI = ""
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					defer cancel()
+					if resp, err := tr.RoundTrip(req.WithContext(ctx)); err == nil {
+						resp.Body.Close()
+					}
+				})
+			}
+		}
+		send(3 * time.Second)
+		before := l.Limit()
+		reject.Store(true)
+		send(time.Second)
+		reject.Store(false)
+		send(2 * time.Second)
+		wg.Wait()
+		after := l.Limit()
+		t.Logf("limit %d before the burst of 401s, %d after", before, after)
+		assert.InDelta(t, before, after, 0.1*float64(before))
+	})
+}
