@@ -374,6 +374,21 @@ type Permit struct {
 	// Queued and Waited: the call waited in the queue, and how long.
 	Queued bool
 	Waited time.Duration
+	// excluded is time inside the call that is not service time.
+	excluded time.Duration
+}
+
+// Exclude takes d out of the latency [Permit.Done] teaches the limit: time
+// the call spent waiting on its own caller rather than on the work, such
+// as a server's reads of a body the client sends slowly or its writes to a
+// client that reads slowly (package admission's Ticket.Exclude passes it
+// on). What one client controls must not teach the limit that the work is
+// slow. d <= 0 does nothing, and so does Exclude on the zero Permit or
+// after Done.
+func (p *Permit) Exclude(d time.Duration) {
+	if d > 0 && p.l != nil {
+		p.excluded += d
+	}
 }
 
 // Outcome is how a call that held a [Permit] ended, for the limit and the
@@ -713,7 +728,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
 	if o == OutcomeIgnore || k == sampleNone || l.fixed || p.start.IsZero() {
 		return
 	}
-	rtt := now.Sub(p.start)
+	rtt := max(now.Sub(p.start)-p.excluded, 0)
 	if n := l.inflight.Load() + 1; n > l.winMax {
 		l.winMax = n
 	}
