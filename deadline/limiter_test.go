@@ -672,3 +672,22 @@ func TestLimiterEvictsTheLastServed(t *testing.T) {
 		r.p.Done(deadline.OutcomeSuccess)
 	})
 }
+
+// TestLimiterRejectsANegativeNeed: a negative need is bad input, said at
+// once, not a wait past the deadline (it once waited an hour).
+func TestLimiterRejectsANegativeNeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithFixedLimit(1))
+		held, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		start := time.Now()
+		_, err := l.Acquire(context.Background(), "r", start.Add(100*time.Millisecond), -time.Hour)
+		var pe *deadline.PolicyError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, pe.Error(), "need")
+		assert.Zero(t, time.Since(start), "refused at once")
+		held.Done(deadline.OutcomeSuccess)
+		running, waiting := l.Len()
+		assert.Zero(t, running+waiting)
+	})
+}
