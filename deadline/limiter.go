@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LIFOAfter is how long a [Limiter]'s queue must have held waiting calls
@@ -638,9 +640,10 @@ func (p *Permit) done(o Outcome, k sampleKind) {
 	if !l.fixed || l.breaker != nil {
 		now := time.Now()
 		l.mu.Lock()
-		l.learn(p, o, k, now)
+		t, changed := l.learn(p, o, k, now)
 		l.fill(now)
 		l.mu.Unlock()
+		l.notify(t, changed)
 		return
 	}
 	if l.queued.Load() > 0 {
@@ -721,12 +724,12 @@ func (l *Limiter) routeNeed(route string) time.Duration {
 
 // learn records one call's outcome, and what its latency says. Under the
 // lock.
-func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
+func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t overload.Transition, changed bool) {
 	if l.breaker != nil {
-		l.breakerLearn(p, o, now)
+		t, changed = l.breakerLearn(p, o, now)
 	}
 	if o == OutcomeIgnore || k == sampleNone || l.fixed || p.start.IsZero() {
-		return
+		return t, changed
 	}
 	rtt := max(now.Sub(p.start)-p.excluded, 0)
 	if n := l.inflight.Load() + 1; n > l.winMax {
@@ -770,6 +773,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
 	l.sample(x-rs.base, now)
+	return t, changed
 }
 
 // sample adds one log(latency / baseline) to the window, and adjusts the
