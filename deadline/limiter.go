@@ -99,7 +99,7 @@ const (
 // baseline is the route's typical latency when it is not queued: the
 // lowest moving average of its completed calls' log-latency. It never
 // follows a latency its own limit may have caused: it rises only when
-// every window has shown queueing for 2 s and halving the limit for two
+// every window has shown queueing for 5 s and halving the limit for two
 // windows leaves the median above the tolerance and lowers it by less than
 // √2 (a queue of the limiter's own halves with the calls in flight; a
 // downstream that really became slower does not); the limit then returns
@@ -678,7 +678,7 @@ const maxRoutes = 256
 // rebaseAfter is how long every window must have shown queueing before
 // the limiter checks, by halving its limit for two windows, whether the
 // latency is its own queue's or the downstream's new service time.
-const rebaseAfter = 2 * time.Second
+const rebaseAfter = 5 * time.Second
 
 // route returns p's route's statistics, adding them. Under the lock.
 func (l *Limiter) route(name string) *routeStat {
