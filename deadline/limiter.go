@@ -99,11 +99,12 @@ const (
 // baseline is the route's typical latency when it is not queued: the
 // lowest moving average of its completed calls' log-latency. It never
 // follows a latency its own limit may have caused: it rises only when
-// every window has shown queueing for 5 s and halving the limit for two
-// windows leaves the median above the tolerance and lowers it by less than
-// √2 (a queue of the limiter's own halves with the calls in flight; a
-// downstream that really became slower does not); the limit then returns
-// to where it was. So the limit cannot ratchet up: a window's median rises
+// every window has shown queueing for 5 s and, the limit halved for one
+// window, the calls started at that limit show a median still above the
+// tolerance and lower by less than √2 (a queue of the limiter's own halves
+// with the calls in flight; a downstream that really became slower does
+// not); the limit then returns to where it was (else to what it would have
+// been without the check). So the limit cannot ratchet up: a window's median rises
 // with the queue the limit lets build, the baseline does not, and cut
 // calls can only push the median up. When the median exceeds the
 // tolerance, queueing has started downstream, and
@@ -178,10 +179,11 @@ type Limiter struct {
 	routes    map[string]*routeStat
 	winMax    int64                                 // most calls in flight in the window
 	routeView atomic.Pointer[map[string]*routeStat] // routes, for reading without the lock
-	// The baseline check (rebaseAfter): its phase (0 none, 1 draining, 2
-	// measuring), the median and the limit before it, and since when every
-	// window has shown queueing.
-	check      int
+	// The baseline check (rebaseAfter): whether one runs and since when
+	// (only calls started since then are its samples), the median and the
+	// limit before it, and since when every window has shown queueing.
+	check      bool
+	checkSince time.Time
 	checkFrom  float64
 	checkLimit float64
 	aboveSince time.Time
@@ -676,8 +678,9 @@ var needZ = 1.28
 const maxRoutes = 256
 
 // rebaseAfter is how long every window must have shown queueing before
-// the limiter checks, by halving its limit for two windows, whether the
-// latency is its own queue's or the downstream's new service time.
+// the limiter checks, by halving its limit for one window of the calls
+// started at that limit, whether the latency is its own queue's or the
+// downstream's new service time.
 const rebaseAfter = 5 * time.Second
 
 // route returns p's route's statistics, adding them. Under the lock.
@@ -743,7 +746,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t ov
 		// route whose calls are all cut would show a latency no higher
 		// than its deadline, and its baseline would follow it there.
 		if rs.n >= warmSamples && x-rs.base > math.Log(l.tolerance) {
-			l.sample(x-rs.base, now)
+			l.sample(x-rs.base, p.start, now)
 		}
 		return
 	}
@@ -772,13 +775,17 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t ov
 		return // its baseline is not known yet
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
-	l.sample(x-rs.base, now)
+	l.sample(x-rs.base, p.start, now)
 	return t, changed
 }
 
-// sample adds one log(latency / baseline) to the window, and adjusts the
-// limit when the window closes. Under the lock.
-func (l *Limiter) sample(v float64, now time.Time) {
+// sample adds one log(latency / baseline) of a call started at started to
+// the window, and adjusts the limit when the window closes. Under the
+// lock.
+func (l *Limiter) sample(v float64, started, now time.Time) {
+	if l.check && started.Before(l.checkSince) {
+		return // a call started before the check: at the old limit
+	}
 	if len(l.samples) < cap(l.samples) {
 		l.samples = append(l.samples, v)
 	} else {
@@ -793,26 +800,28 @@ func (l *Limiter) sample(v float64, now time.Time) {
 	limit := l.limitFloat
 	headroom := math.Sqrt(limit)
 	switch {
-	case l.check == 1:
-		l.check = 2 // the window the halved limit drained the queue in
-	case l.check == 2:
-		// Halving what was in flight left the latency above the tolerance
-		// and it fell by less than √2 (a queue of ours halves with it):
-		// the downstream's service time rose. The baselines follow, and
-		// the limit goes back to where it was.
-		l.check = 0
+	case l.check:
+		// The calls started at half the limit. If their latency is still
+		// above the tolerance and fell by less than √2 (a queue of ours
+		// halves with what is in flight), the downstream's service time
+		// rose: the baselines follow, and the limit goes back to where it
+		// was. Else the queue was ours, and the limit is what it would
+		// have been without the check.
+		l.check = false
+		limit, headroom = l.checkLimit, math.Sqrt(l.checkLimit)
 		if median > tol && median > l.checkFrom-math.Ln2/2 {
 			for _, r := range l.routes {
 				r.base = min(r.base+median, max(r.avg, r.base))
 			}
-			limit = l.checkLimit
+			break
 		}
+		limit = limit*max(math.Exp(tol-l.checkFrom), 0.5) + headroom
 	case median > tol:
 		if l.aboveSince.IsZero() {
 			l.aboveSince = l.winStart
 		}
 		if now.Sub(l.aboveSince) >= rebaseAfter {
-			l.check, l.checkFrom, l.checkLimit, l.aboveSince = 1, median, limit, time.Time{}
+			l.check, l.checkSince, l.checkFrom, l.checkLimit, l.aboveSince = true, now, median, limit, time.Time{}
 			limit /= 2
 			break
 		}
