@@ -179,6 +179,7 @@ type Limiter struct {
 	routes    map[string]*routeStat
 	winMax    int64                                 // most calls in flight in the window
 	routeView atomic.Pointer[map[string]*routeStat] // routes, for reading without the lock
+	grants    []atomic.Uint64                       // the permits' grants: generation<<1 | held
 	// The baseline check (rebaseAfter): whether one runs and since when
 	// (only calls started since then are its samples), the median and the
 	// limit before it, and since when every window has shown queueing.
@@ -339,6 +340,11 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	}
 	l.limit.Store(int64(l.initial))
 	l.limitFloat = float64(l.initial)
+	grants := 64
+	for grants < maxGrants && grants < 2*l.maxLimit+8 {
+		grants *= 2
+	}
+	l.grants = make([]atomic.Uint64, grants)
 	l.origin = time.Now()
 	l.rnd = uint64(l.origin.UnixNano()) | 1
 	l.winStart = l.origin
@@ -367,6 +373,10 @@ func (l *Limiter) Len() (running, waiting int) {
 
 // Permit is a call's slot in a [Limiter], from [Limiter.Acquire] or
 // [Limiter.TryAcquire] until [Permit.Done]. The zero Permit holds nothing.
+// A Permit is a value and may be copied: the slot is freed once, by the
+// first Done of any copy; the others do nothing (while the limiter holds
+// fewer than 4 096 permits at once; beyond, a new permit's copies are not
+// told apart).
 type Permit struct {
 	l     *Limiter
 	route string
@@ -380,6 +390,47 @@ type Permit struct {
 	Waited time.Duration
 	// excluded is time inside the call that is not service time.
 	excluded time.Duration
+	// slot is the permit's grant in the limiter's table (index+1; 0: none)
+	// and gen its generation: the first Done of any copy ends it.
+	slot uint32
+	gen  uint64
+}
+
+// maxGrants bounds a limiter's table of grants.
+const maxGrants = 1 << 12
+
+// grant gives p a grant of its own in the table, which its copies share:
+// the first Done of any of them ends it, and the others find its
+// generation moved on and do nothing. A few slots are tried; with every
+// tried slot held (more permits held than the table has
+// room for) p goes without one, and only its own Done is guarded.
+func (l *Limiter) grant(p Permit) Permit { return l.grantAt(p, uint64(l.inflight.Load())) }
+
+// grantAt is grant, trying the slots from the hint on: the calls in flight
+// when the slot was taken, which spreads the permits held at once over the
+// table without a counter of its own to contend on.
+func (l *Limiter) grantAt(p Permit, hint uint64) Permit {
+	n := uint64(len(l.grants))
+	if n == 0 {
+		return p // a Limiter not built by NewLimiter
+	}
+	for k := range uint64(4) {
+		i := (hint + k) & (n - 1)
+		g := &l.grants[i]
+		if w := g.Load(); w&1 == 0 && g.CompareAndSwap(w, w|1) {
+			p.slot, p.gen = uint32(i)+1, w>>1
+			return p
+		}
+	}
+	return p
+}
+
+// release ends p's grant, reporting false when a copy of p ended it first.
+func (p *Permit) release() bool {
+	if p.slot == 0 {
+		return true
+	}
+	return p.l.grants[p.slot-1].CompareAndSwap(p.gen<<1|1, (p.gen+1)<<1)
 }
 
 // Exclude takes d out of the latency [Permit.Done] teaches the limit: time
@@ -466,7 +517,7 @@ func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 			return Permit{}, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return Permit{l: l, route: route}, true
+			return l.grantAt(Permit{l: l, route: route}, uint64(n)), true
 		}
 	}
 }
@@ -510,7 +561,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	waiting := int(l.queued.Load())
 	if waiting == 0 && l.take() { // freed since TryAcquire
 		l.mu.Unlock()
-		return Permit{l: l, route: route, start: now}, nil
+		return l.grant(Permit{l: l, route: route, start: now}), nil
 	}
 	lastStart := time.Time{}
 	if !end.IsZero() {
@@ -589,7 +640,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		}
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
-	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
+	return l.grant(Permit{l: l, route: route, start: t, Queued: true, Waited: waited}), nil
 }
 
 // Done frees the permit's slot, handing it to a waiting call that can still
@@ -634,7 +685,11 @@ func (p *Permit) done(o Outcome, k sampleKind) {
 	if l == nil {
 		return
 	}
+	first := p.release()
 	p.l = nil
+	if !first {
+		return // a copy of p was Done first
+	}
 	// The slot is freed before the queue is looked at, and a waiting call
 	// is queued before it looks at the slots again (Acquire): one of the
 	// two always sees the other, so no slot stays free while a call waits.
