@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LimitCause says why a [Limiter] or a throttling [RetryBudget] refused a
@@ -73,7 +75,9 @@ type LimitError struct {
 	// Limit is the limiter's limit when it decided (0 for throttling).
 	Limit int
 	// Position is the call's place in the queue (1 the next served) when
-	// it arrived, or would have had; 0 for the breaker and throttling.
+	// it arrived, or would have had; for a waiting call a full backlog
+	// evicted, its place then (the last, beyond the backlog); 0 for the
+	// breaker and throttling.
 	Position int
 	// Queued reports that it waited in the queue before it was refused.
 	Queued bool
@@ -117,14 +121,21 @@ func (e *LimitError) ErrorType() string { return e.Cause.Reason().String() }
 // probes ([Permit.Probe]), and Probes successes close it, one failure opens
 // it again.
 //
-// # A probe never spends a caller's last budget
+// # Probes any caller that can finish carries
 //
 // A probe runs under a ceiling ([Permit.Ceiling]): ProbeCeiling, or else
-// what the call needs ([Limiter.Acquire]'s need, at least the limiter's
-// mean latency; none while neither is known). A call becomes a probe only if its budget holds that
-// ceiling twice: when the probe fails, the caller still has as much left as
-// the probe took, for a retry elsewhere or a fallback. A call with less is
-// refused as open, at once, without spending anything.
+// what the call needs ([Limiter.Acquire]'s need, at least the route's
+// learned service time and the limiter's mean latency; none while neither
+// is known): what a healthy downstream takes. A call becomes a probe if
+// its budget holds that ceiling, so a caller with about the service time
+// carries one and the breaker closes once the downstream is healthy,
+// whatever the callers' budgets (a probe once needed twice the ceiling,
+// and a breaker whose callers had 1.5× the service time stayed half-open
+// for good). It never spends a caller's last budget: the ceiling cuts a
+// probe of a downstream still failing slowly at what a healthy one needs,
+// [Do] grants it within the budget less the policy's Floor (the caller's
+// reserve), and a call whose budget cannot hold the ceiling is refused as
+// open at once, without spending anything.
 //
 // A call cut by its caller's deadline ([OutcomeCut]) is not a failure: the
 // budget, not the downstream, was too small, and a breaker that counted it
@@ -149,6 +160,11 @@ type Breaker struct {
 	// ProbeCeiling, when > 0, is the most a probe may run; 0: what the
 	// call needs.
 	ProbeCeiling time.Duration
+	// OnTransition, when set, is called once for every change of state,
+	// on the goroutine of the call that caused it, after the limiter's
+	// lock is released (it may call the limiter); calls from different
+	// goroutines may overlap. It must not block.
+	OnTransition func(overload.Transition)
 }
 
 // DefaultBreaker returns a breaker that opens when half of at least 20
@@ -185,35 +201,54 @@ func WithBreaker(b Breaker) LimiterOption {
 	})
 }
 
-// The breaker's states.
+// The breaker's states, as the hot path reads them.
 const (
-	breakerClosed uint32 = iota
-	breakerOpen
-	breakerHalfOpen
+	breakerClosed   = uint32(overload.Closed)
+	breakerOpen     = uint32(overload.Open)
+	breakerHalfOpen = uint32(overload.HalfOpen)
 )
 
-// BreakerState returns "closed", "open" or "half_open" ("closed" without a
-// breaker).
-func (l *Limiter) BreakerState() string {
-	switch l.state.Load() {
-	case breakerOpen:
-		return "open"
-	case breakerHalfOpen:
-		return "half_open"
+// BreakerState returns the breaker's state now ([overload.Closed] without
+// a breaker), read without a lock, for a gauge; its String is "closed",
+// "open" or "half_open".
+func (l *Limiter) BreakerState() overload.State {
+	return overload.State(l.state.Load())
+}
+
+// setState moves the breaker to s, returning the transition, if any, for
+// notify. Under the lock.
+func (l *Limiter) setState(s uint32, now time.Time, failures, calls int) (overload.Transition, bool) {
+	from := l.state.Load()
+	if from == s {
+		return overload.Transition{}, false
 	}
-	return "closed"
+	l.state.Store(s)
+	return overload.Transition{From: overload.State(from), To: overload.State(s), At: now, Failures: failures, Calls: calls}, true
+}
+
+// notify hands a transition to the breaker's OnTransition. Not under the
+// lock.
+func (l *Limiter) notify(t overload.Transition, ok bool) {
+	if ok && l.breaker != nil && l.breaker.OnTransition != nil {
+		l.breaker.OnTransition(t)
+	}
 }
 
 // breakerAcquire decides a call while the breaker is not closed (as read
 // on the hot path): a probe permit, a refusal, or (decided false) the
 // breaker closed meanwhile.
 func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Duration) (Permit, error, bool) {
+	var t overload.Transition
+	var changed bool
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer func() {
+		l.mu.Unlock()
+		l.notify(t, changed)
+	}()
 	s := l.state.Load()
 	if s == breakerOpen && !now.Before(l.openUntil) {
 		s = breakerHalfOpen
-		l.state.Store(s)
+		t, changed = l.setState(s, now, 0, 0)
 		l.probes, l.probeWins = 0, 0
 	}
 	if s == breakerClosed {
@@ -234,52 +269,56 @@ func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Dur
 		ceiling = max(need, time.Duration(l.meanNS.Load()))
 	}
 	// Nothing known of what a call needs (no need given, no latency seen):
-	// the probe runs without a ceiling of its own.
-	if !end.IsZero() && ceiling > 0 && end.Sub(now) < 2*ceiling {
+	// the probe runs without a ceiling of its own. A call whose budget
+	// cannot hold the ceiling could not finish even on a recovered
+	// downstream: refused, it keeps its whole budget.
+	if !end.IsZero() && ceiling > 0 && end.Sub(now) < ceiling {
 		return refuse()
 	}
 	l.inflight.Add(1)
 	l.probes++
-	return Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}, nil, true
+	return l.grant(Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}), nil, true
 }
 
-// breakerLearn counts one call's outcome. Under the lock.
-func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
+// breakerLearn counts one call's outcome, returning the transition it
+// caused, if any. Under the lock.
+func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) (overload.Transition, bool) {
 	b := l.breaker
 	if p.Probe {
 		l.probes--
 		if l.state.Load() != breakerHalfOpen {
-			return
+			return overload.Transition{}, false
 		}
 		switch o {
-		case OutcomeSuccess:
+		case OutcomeSuccess, OutcomeAnswered:
 			l.probeWins++
 			if l.probeWins >= b.Probes {
 				l.failures, l.successes, l.countSince = 0, 0, now
-				l.state.Store(breakerClosed)
+				return l.setState(breakerClosed, now, 0, 0)
 			}
 		case OutcomeFailure:
 			l.openUntil = now.Add(b.OpenFor)
-			l.state.Store(breakerOpen)
+			return l.setState(breakerOpen, now, 0, 0)
 		}
-		return
+		return overload.Transition{}, false
 	}
 	if l.state.Load() != breakerClosed {
-		return
+		return overload.Transition{}, false
 	}
 	if now.Sub(l.countSince) >= b.Window {
 		l.failures, l.successes, l.countSince = 0, 0, now
 	}
 	switch o {
-	case OutcomeSuccess:
+	case OutcomeSuccess, OutcomeAnswered:
 		l.successes++
 	case OutcomeFailure:
 		l.failures++
 	default:
-		return
+		return overload.Transition{}, false
 	}
 	if n := l.failures + l.successes; n >= b.MinCalls && float64(l.failures) >= b.FailureRatio*float64(n) {
 		l.openUntil = now.Add(b.OpenFor)
-		l.state.Store(breakerOpen)
+		return l.setState(breakerOpen, now, l.failures, n)
 	}
+	return overload.Transition{}, false
 }

@@ -198,11 +198,11 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		for range 10 {
 			end(deadline.OutcomeCut)
 		}
-		assert.Equal(t, "closed", l.BreakerState(), "cuts by the caller's deadline are no failures")
+		assert.Equal(t, "closed", l.BreakerState().String(), "cuts by the caller's deadline are no failures")
 		for range 4 {
 			end(deadline.OutcomeFailure)
 		}
-		assert.Equal(t, "open", l.BreakerState())
+		assert.Equal(t, "open", l.BreakerState().String())
 		_, ok := l.TryAcquire("r")
 		assert.False(t, ok)
 		_, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
@@ -211,9 +211,9 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
 
 		time.Sleep(time.Second)
-		_, err = l.Acquire(context.Background(), "r", time.Now().Add(150*time.Millisecond), 0)
-		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "150ms cannot afford a 100ms probe twice")
-		assert.Equal(t, "half_open", l.BreakerState())
+		_, err = l.Acquire(context.Background(), "r", time.Now().Add(90*time.Millisecond), 0)
+		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "90ms cannot hold a 100ms probe")
+		assert.Equal(t, "half_open", l.BreakerState().String())
 		p1, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)
 		assert.True(t, p1.Probe)
@@ -224,7 +224,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "two probes at most")
 		p1.Done(deadline.OutcomeSuccess)
 		p2.Done(deadline.OutcomeSuccess)
-		assert.Equal(t, "closed", l.BreakerState())
+		assert.Equal(t, "closed", l.BreakerState().String())
 
 		for range 4 {
 			end(deadline.OutcomeFailure)
@@ -233,7 +233,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)
 		p.Done(deadline.OutcomeFailure)
-		assert.Equal(t, "open", l.BreakerState(), "a failed probe opens it again")
+		assert.Equal(t, "open", l.BreakerState().String(), "a failed probe opens it again")
 	})
 }
 
@@ -286,7 +286,7 @@ func TestDoWithLimiter(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.Equal(t, 50*time.Millisecond, granted, "the probe runs under its ceiling")
-		assert.Equal(t, "closed", bl.BreakerState())
+		assert.Equal(t, "closed", bl.BreakerState().String())
 	})
 }
 
@@ -461,7 +461,7 @@ func TestBreakerProbesWithoutANeed(t *testing.T) {
 		p, ok := l.TryAcquire("r")
 		require.True(t, ok)
 		p.Done(deadline.OutcomeFailure)
-		assert.Equal(t, "open", l.BreakerState())
+		assert.Equal(t, "open", l.BreakerState().String())
 		time.Sleep(time.Second)
 		var granted time.Duration
 		_, err := deadline.Do(context.Background(), deadline.New(time.Second), deadline.Policy{MaxAttempts: 1, Limiter: l},
@@ -471,7 +471,7 @@ func TestBreakerProbesWithoutANeed(t *testing.T) {
 			})
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, granted, "no ceiling of its own")
-		assert.Equal(t, "closed", l.BreakerState())
+		assert.Equal(t, "closed", l.BreakerState().String())
 	})
 }
 
@@ -612,4 +612,122 @@ func BenchmarkLimiterPlaceDeepQueue(b *testing.B) {
 			held.Done(deadline.OutcomeSuccess)
 		})
 	}
+}
+
+// TestLimiterEvictsTheLastServed: a full backlog under the overloaded
+// order refuses the call it would serve last, never the one it would serve
+// first, and says where that call stood. Before, it evicted the oldest
+// waiting call: a 1 s call with 850 ms left made room for a 100 ms call,
+// which then timed out, and nothing was served.
+func TestLimiterEvictsTheLastServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithFixedLimit(1), deadline.WithBacklog(1))
+		held, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		type result struct {
+			p   deadline.Permit
+			err error
+		}
+		long := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 10*time.Millisecond)
+			long <- result{p, err}
+		}()
+		synctest.Wait()
+		time.Sleep(150 * time.Millisecond) // a standing queue: the overloaded order
+		_, err := l.Acquire(context.Background(), "r", time.Now().Add(100*time.Millisecond), 10*time.Millisecond)
+		var le *deadline.LimitError
+		require.ErrorAs(t, err, &le, "the newcomer would be served after the 1 s call: it is the one refused")
+		assert.Equal(t, deadline.LimitQueueFull, le.Cause)
+		assert.Equal(t, 2, le.Position, "behind the 1 s call")
+		held.Done(deadline.OutcomeSuccess)
+		r := <-long
+		require.NoError(t, r.err, "the call served first keeps its place")
+		r.p.Done(deadline.OutcomeSuccess)
+
+		// The other way round: a newcomer served first evicts the waiting
+		// call served last, which learns where it stood.
+		held, ok = l.TryAcquire("r")
+		require.True(t, ok)
+		short := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(400*time.Millisecond), 10*time.Millisecond)
+			short <- result{p, err}
+		}()
+		synctest.Wait()
+		time.Sleep(150 * time.Millisecond)
+		newer := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 10*time.Millisecond)
+			newer <- result{p, err}
+		}()
+		r = <-short
+		require.ErrorAs(t, r.err, &le)
+		assert.Equal(t, deadline.LimitQueueFull, le.Cause)
+		assert.True(t, le.Queued)
+		assert.Equal(t, 2, le.Position, "evicted from behind the newcomer, beyond the backlog of 1")
+		held.Done(deadline.OutcomeSuccess)
+		r = <-newer
+		require.NoError(t, r.err)
+		r.p.Done(deadline.OutcomeSuccess)
+	})
+}
+
+// TestLimiterRejectsANegativeNeed: a negative need is bad input, said at
+// once, not a wait past the deadline (it once waited an hour).
+func TestLimiterRejectsANegativeNeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithFixedLimit(1))
+		held, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		start := time.Now()
+		_, err := l.Acquire(context.Background(), "r", start.Add(100*time.Millisecond), -time.Hour)
+		var pe *deadline.PolicyError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, pe.Error(), "need")
+		assert.Zero(t, time.Since(start), "refused at once")
+		held.Done(deadline.OutcomeSuccess)
+		running, waiting := l.Len()
+		assert.Zero(t, running+waiting)
+	})
+}
+
+// TestPermitCopiesFreeOnce: a Permit is a value; whichever copy is Done
+// first frees the slot, and the others do nothing. Before, q := p;
+// p.Done(); q.Done() left running at −1 and let two extra calls in.
+func TestPermitCopiesFreeOnce(t *testing.T) {
+	l := newLimiter(t, deadline.WithFixedLimit(1), deadline.WithBacklog(0))
+	p, ok := l.TryAcquire("r")
+	require.True(t, ok)
+	q := p
+	p.Done(deadline.OutcomeSuccess)
+	q.Done(deadline.OutcomeSuccess)
+	running, _ := l.Len()
+	assert.Zero(t, running)
+	a, ok := l.TryAcquire("r")
+	require.True(t, ok)
+	_, ok = l.TryAcquire("r")
+	assert.False(t, ok, "the limit of 1 holds")
+	q.Done(deadline.OutcomeSuccess) // a stale copy, its slot now another's
+	running, _ = l.Len()
+	assert.Equal(t, 1, running, "a's slot stays taken")
+	c := a
+	c.Done(deadline.OutcomeSuccess) // a copy of the holder frees it, once
+	a.Done(deadline.OutcomeSuccess)
+	running, _ = l.Len()
+	assert.Zero(t, running)
+
+	// Many held at once and copied, on an adaptive limiter.
+	al := newLimiter(t)
+	var held []deadline.Permit
+	for range 10 {
+		p, ok := al.TryAcquire("r")
+		require.True(t, ok)
+		held = append(held, p, p)
+	}
+	for i := range held {
+		held[i].Done(deadline.OutcomeIgnore)
+	}
+	running, _ = al.Len()
+	assert.Zero(t, running)
 }
