@@ -69,7 +69,7 @@ func (s *poolDownstream) call(ctx context.Context, service time.Duration) error 
 // toward "no limit").
 func TestLimiterMixedBudgetsNoDrift(t *testing.T) {
 	dur := 60 * time.Second
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		dur = 20 * time.Second
 	}
 	run := func(t *testing.T, l *deadline.Limiter, rate float64, dur time.Duration) (goodput, wasted float64, maxLimit int) {

@@ -125,7 +125,7 @@ func simulate(t *testing.T, rate float64, dur time.Duration, l *deadline.Limiter
 // to 0 after about 12 s.
 func TestLimiterUniformBudgetsNoCollapse(t *testing.T) {
 	dur := 300 * time.Second
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		dur = 30 * time.Second
 	}
 	for _, load := range []float64{1.2, 2, 3, 10} {
