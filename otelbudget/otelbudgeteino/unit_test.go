@@ -55,33 +55,6 @@ func TestStartNeedsADeadline(t *testing.T) {
 	assert.Nil(t, res.Answer)
 }
 
-// A tool that returns within the grace after its lease is not abandoned;
-// one that ignores its context is, and its result is discarded.
-func TestAbandonable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		v, abandoned, err := abandonable(ctx, time.Millisecond, func(ctx context.Context) (string, error) {
-			<-ctx.Done()
-			return "", ctx.Err()
-		})
-		assert.False(t, abandoned)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Empty(t, v)
-
-		start := time.Now()
-		v, abandoned, err = abandonable(ctx, time.Millisecond, func(context.Context) (string, error) {
-			time.Sleep(time.Second)
-			return "late", nil
-		})
-		assert.True(t, abandoned)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Empty(t, v)
-		assert.Equal(t, time.Millisecond, time.Since(start), "returned after the grace, not the tool")
-		time.Sleep(time.Second) // the abandoned tool finishes
-	})
-}
-
 // The transport tells a model call what the provider's answer said.
 func TestTransportClassifies(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -48,7 +48,10 @@
 // never download it.
 package otelbudgetgenkit
 
-import "github.com/deadlinebudget/budget/otelbudget/genai"
+import (
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
+)
 
 // ConventionsVersion is the commit of the GenAI semantic conventions the
 // spans follow ([genai.ConventionsVersion]).
@@ -56,4 +59,4 @@ const ConventionsVersion = genai.ConventionsVersion
 
 // ScopeName is the instrumentation scope of the spans this package starts
 // (the run and call spans are otelbudget's).
-const ScopeName = "github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
+const ScopeName = agentrun.ScopeName

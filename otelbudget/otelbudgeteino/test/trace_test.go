@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
@@ -86,6 +87,10 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 	spans := rec.Ended()
 	require.NotEmpty(t, spans)
 	trace := spans[0].SpanContext().TraceID()
+	byID := map[oteltrace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
 	byName := map[string]int{}
 	for _, s := range spans {
 		assert.Equal(t, trace, s.SpanContext().TraceID(), "span %q in the run's trace", s.Name())
@@ -102,8 +107,10 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 		case "invoke_agent":
 			assert.Equal(t, reg.name(t, "gen_ai.invoke_agent.internal", attrs), s.Name())
 			assert.False(t, s.Parent().IsValid(), "the run is the trace's root")
+			assert.Contains(t, attrs, "deadline.budget_ms")
 		case "chat":
 			assert.Equal(t, reg.name(t, "gen_ai.inference.client", attrs), s.Name())
+			assert.Equal(t, oteltrace.SpanKindClient, s.SpanKind())
 			assert.Equal(t, "openai", attrs["gen_ai.provider.name"])
 			assert.Equal(t, "10", attrs["gen_ai.usage.input_tokens"])
 			assert.Equal(t, "5", attrs["gen_ai.usage.output_tokens"])
@@ -112,17 +119,24 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 			assert.NotEmpty(t, attrs["gen_ai.tool.call.id"])
 			assert.Equal(t, "function", attrs["gen_ai.tool.type"])
 		default:
-			continue // the observer's attempt spans
+			continue // the call spans
 		}
 		byName[op]++
-		for _, k := range []string{"deadline.budget_ms"} {
-			assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
-		}
 		if op != "invoke_agent" {
-			for _, k := range []string{"deadline.step", "deadline.remaining_at_start_ms", "deadline.floor_ms", "deadline.remaining_ms", "deadline.attempts", "deadline.verdict"} {
-				assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
+			// The attempt's attributes on the GenAI span, the call's on
+			// its parent, the call span named by the step.
+			assert.Contains(t, attrs, "deadline.attempt.granted_ms", "span %q", s.Name())
+			parent, ok := byID[s.Parent().SpanID()]
+			require.True(t, ok, "span %q has its call span", s.Name())
+			pa := map[string]string{}
+			for _, kv := range parent.Attributes() {
+				pa[string(kv.Key)] = kv.Value.String()
 			}
-			assert.Equal(t, s.Name(), attrs["deadline.step"], "the step is the span's name")
+			for _, k := range []string{"deadline.step", "deadline.remaining_at_start_ms", "deadline.floor_ms", "deadline.remaining_ms", "deadline.attempts", "deadline.verdict"} {
+				assert.Contains(t, pa, k, "call span %q carries %s", parent.Name(), k)
+			}
+			assert.Equal(t, s.Name(), pa["deadline.step"], "the step is the span's name")
+			assert.Equal(t, s.Name(), parent.Name())
 		}
 	}
 	assert.Equal(t, map[string]int{"invoke_agent": 1, "chat": 4, "execute_tool": 3}, byName)

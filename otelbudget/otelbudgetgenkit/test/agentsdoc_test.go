@@ -68,7 +68,7 @@ func TestAgentsDocGenkitRuns(t *testing.T) {
 	res, err := agent.Run(deadline.NewContext(ctx, deadline.New(30*time.Second)), g,
 		ai.WithPrompt("research"), ai.WithTools(ai.ToolName("lookup")), ai.WithMaxTurns(10))
 	require.NoError(t, err)
-	assert.Equal(t, "answer from 2 results", res.Response.Text())
+	assert.Equal(t, "answer from 2 results", res.Answer.Text())
 }
 
 // TestAgentsDocShowsGenkit keeps docs/agents.md's Genkit block identical

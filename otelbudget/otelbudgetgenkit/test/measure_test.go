@@ -105,7 +105,7 @@ func (ta *tally) record(m *measured, d deadline.Deadline, floor time.Duration, r
 		stop, ok := errors.AsType[*deadline.StopError](err)
 		if !ok || !errors.Is(err, context.DeadlineExceeded) {
 			ta.untyped++
-		} else if stop.Name != "chat" && stop.Name != "lookup" {
+		} else if stop.Name != "chat fake-1" && stop.Name != "execute_tool lookup" {
 			ta.unnamed++
 		}
 	}

@@ -153,10 +153,9 @@ func TestSpans(t *testing.T) {
 			spanType = "gen_ai.invoke_agent.internal"
 			assert.Equal(t, "researcher", a["gen_ai.agent.name"].AsString())
 			assert.Contains(t, a, otelbudget.AttrBudgetMs, "the run's budget")
-			assert.Equal(t, true, a[otelbudgetgenkit.AttrReserveAnswered].AsBool())
-			assert.Equal(t, int64(1), a[otelbudgetgenkit.AttrToolsAbandoned].AsInt64())
+			assert.Equal(t, int64(1), a[otelbudgetgenkit.AttrAbandonedTools].AsInt64())
 			assert.Equal(t, otelbudget.RunOK, a[otelbudget.AttrRunOutcome].AsString(), "the run answered")
-			assert.Equal(t, "lookup", a[otelbudget.AttrRunExhaustedBy].AsString(), "the step the budget stopped")
+			assert.Equal(t, "execute_tool lookup", a[otelbudget.AttrRunExhaustedBy].AsString(), "the step the budget stopped")
 		}
 		format, ok := reg.spans[spanType]
 		require.True(t, ok, "the registry has no span type %q", spanType)
