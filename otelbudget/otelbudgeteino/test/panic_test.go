@@ -1,0 +1,155 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cloudwego/eino-ext/components/model/openai"
+	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/components/model"
+	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/flow/agent/react"
+	"github.com/cloudwego/eino/schema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
+)
+
+// panicky is a tool that panics: at once, or after sleeping 2 s whatever
+// its context says (so after the run has abandoned it).
+type panicky struct{ late bool }
+
+func (p *panicky) Info(context.Context) (*schema.ToolInfo, error) {
+	return &schema.ToolInfo{Name: "lookup", Desc: "panics", ParamsOneOf: schema.NewParamsOneOfByParams(map[string]*schema.ParameterInfo{
+		"q": {Type: schema.String, Desc: "the term", Required: true},
+	})}, nil
+}
+
+func (p *panicky) InvokableRun(context.Context, string, ...tool.Option) (string, error) {
+	if p.late {
+		time.Sleep(2 * time.Second)
+		panic("late boom")
+	}
+	panic("boom")
+}
+
+const panicScenarioEnv = "OTELBUDGETEINO_PANIC_SCENARIO"
+
+// TestToolPanicChild runs each panic scenario in a child process (this
+// test binary, TestToolPanicScenario selected by an environment variable):
+// a panic that escaped would kill it. The child must exit 0 and print the
+// kind of error the run returned: for an immediate panic Eino's own "panic
+// error", as Eino returns it for the same tool without this package; for a
+// panic after the tool was abandoned, the budget's stop, the late panic
+// recorded in Result.Abandoned.
+func TestToolPanicChild(t *testing.T) {
+	for _, tc := range []struct{ scenario, want string }{
+		{"bare-adk", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
+		{"adk", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
+		{"react", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
+		{"adk-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
+		{"react-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestToolPanicScenario$", "-test.v")
+			cmd.Env = append(os.Environ(), panicScenarioEnv+"="+tc.scenario)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "the child process died:\n%s", out)
+			assert.Contains(t, string(out), tc.want)
+			assert.Contains(t, string(out), "PASS: TestToolPanicScenario", "the child's goleak check passed")
+		})
+	}
+}
+
+// TestToolPanicScenario is the child's side of TestToolPanicChild.
+func TestToolPanicScenario(t *testing.T) {
+	scenario := os.Getenv(panicScenarioEnv)
+	if scenario == "" {
+		t.Skip("run by TestToolPanicChild in a child process")
+	}
+	late := scenario == "adk-late" || scenario == "react-late"
+	synctest.Test(t, func(t *testing.T) {
+		p := &provider{turns: 3, toolFor: func(int) string { return "lookup" }, latency: 10 * time.Millisecond}
+		var b *otelbudgeteino.Budget
+		if scenario != "bare-adk" {
+			b = newBudget(t, 0)
+		}
+		rt := http.RoundTripper(memTransport{p})
+		if b != nil {
+			rt = b.Transport(rt)
+		}
+		cm, err := openai.NewChatModel(context.Background(), &openai.ChatModelConfig{
+			APIKey: "sk-test", BaseURL: "http://provider.test/v1", Model: "gpt-4o", HTTPClient: &http.Client{Transport: rt},
+		})
+		require.NoError(t, err)
+		tools := compose.ToolsNodeConfig{Tools: []tool.BaseTool{&panicky{late: late}}}
+		var mdl model.ToolCallingChatModel = cm
+		if b != nil {
+			mdl = b.Model(cm)
+			tools.ToolCallMiddlewares = []compose.ToolMiddleware{b.ToolMiddleware()}
+		}
+		msgs := []*schema.Message{schema.UserMessage("find it")}
+		var res *otelbudgeteino.Result
+		switch scenario {
+		case "bare-adk", "adk", "adk-late":
+			agent, err := adk.NewChatModelAgent(context.Background(), &adk.ChatModelAgentConfig{
+				Name: "planner", Description: "plans", Instruction: "Use lookup.", Model: mdl,
+				ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: tools},
+			})
+			require.NoError(t, err)
+			if b == nil {
+				a := &agentSetup{agent: agent}
+				_, _, err = a.runDefault(budget)
+			} else {
+				res, err = b.Run(context.Background(), deadline.New(budget), agent, msgs)
+			}
+			report(err, res)
+		case "react", "react-late":
+			agent, err := react.NewAgent(context.Background(), &react.AgentConfig{ToolCallingModel: mdl, ToolsConfig: tools})
+			require.NoError(t, err)
+			ctx, run, err := b.Start(context.Background(), deadline.New(budget), "react")
+			require.NoError(t, err)
+			msg, err := agent.Generate(ctx, msgs)
+			res, err = run.End(msg, err)
+			report(err, res)
+		}
+		time.Sleep(5 * time.Second) // Eino unwinds; the late tool panics
+	})
+	goleak.VerifyNone(t)
+}
+
+// report prints the kind of error a run returned: Eino's panic error
+// (its text, "[NodeRunError] panic error: boom, ..."; the type is Eino's
+// internal one), or the budget's stop and the late panic it recorded.
+func report(err error, res *otelbudgeteino.Result) {
+	stop, isStop := errors.AsType[*deadline.StopError](err)
+	switch {
+	case err == nil:
+		fmt.Println("error kind: none")
+	case isStop:
+		msg := "error kind: budget stop " + stop.Name
+		res.WaitTools()
+		for _, a := range res.Abandoned {
+			if a.Panic != nil {
+				msg += fmt.Sprintf("; late panic recorded: %v", a.Panic)
+			}
+		}
+		fmt.Println(msg)
+	case strings.Contains(err.Error(), "panic error: boom"):
+		fmt.Printf("error kind: eino panic error (%T): %.60s\n", err, err)
+	default:
+		fmt.Printf("error kind: other %T: %v\n", err, err)
+	}
+}
