@@ -26,6 +26,8 @@ type provider struct {
 	// latency is how long each answer takes (it honours the request's
 	// context).
 	latency time.Duration
+	// latencyFor, when set, is the latency of request n (1-based) instead.
+	latencyFor func(n int) time.Duration
 
 	mu     sync.Mutex
 	n      int
@@ -73,8 +75,12 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if p.latency > 0 {
-		t := time.NewTimer(p.latency)
+	lat := p.latency
+	if p.latencyFor != nil {
+		lat = p.latencyFor(n)
+	}
+	if lat > 0 {
+		t := time.NewTimer(lat)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():
