@@ -195,7 +195,9 @@ func (r *Run) End(answer *schema.Message, err error) (*Result, error) {
 		stop, isStop := errors.AsType[*deadline.StopError](err)
 		switch {
 		case r.caller.Err() != nil && errors.Is(context.Cause(r.caller), context.Canceled):
-			if !isStop || stop.Reason != deadline.ReasonCanceled {
+			if s := r.ar.Stop(); s != nil && s.Reason == deadline.ReasonCanceled {
+				stop = s // a call's stop already said so
+			} else if !isStop || stop.Reason != deadline.ReasonCanceled {
 				stop = agentrun.CanceledStop(r.caller, r.stepAtDeadline(), r.d.Remaining(), err)
 			}
 			r.ar.NoteStop(stop)

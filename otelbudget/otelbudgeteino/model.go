@@ -122,13 +122,13 @@ func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Contex
 		start := time.Now()
 		ctx, span := b.tr.StartChat(ctx, final)
 		defer span.End()
-		a := &answer{}
-		msg, err := call(withAnswer(ctx, a), final)
+		ctx, a := agentrun.WithAnswer(ctx)
+		msg, err := call(ctx, final)
 		if err == nil && msg == nil {
 			err = errors.New("otelbudgeteino: the model returned neither a message nor an error")
 		}
 		if err != nil {
-			err = a.classify(err)
+			err = a.Classify(err)
 			agentrun.RecordError(span, err)
 			return nil, err
 		}

@@ -52,25 +52,21 @@ type Config struct {
 	// Zero: the context must carry one ([ErrNoBudget]).
 	Budget time.Duration
 
-	// ModelPolicy is the policy of each model call: its floor and hooks
-	// are the call's (its Name is replaced by the step, "chat {model}"), which is one
-	// attempt leased the time left less the floor (and the reserve). The
-	// policy, with Floor 0 (the call's lease already keeps it) and Name
-	// "{step} http", is handed to the HTTP request under it
-	// (deadlinehttp.WithRequestPolicy): a deadlinehttp.Transport under the
-	// provider's SDK makes its MaxAttempts, each under the ceiling
-	// (AttemptTimeout, Ceiling), with Backoff and Retry-After waits, all
-	// within the call's lease, under the transport's rules (a POST is
-	// retried when the provider answers that it did not act on it, as
-	// OpenAI's x-should-retry does with a 429, or when it carries an
-	// Idempotency-Key). Without such a transport, MaxAttempts and the
-	// ceiling have no effect.
-	// MaxAttempts 0 takes deadline.DefaultPolicy()'s MaxAttempts, and its
-	// Floor and Backoff where those are zero.
+	// ModelPolicy is the policy of each model call, as for every
+	// framework (agentrun): its Name is replaced by the step, "chat
+	// {model}"; each attempt is leased out of the run's deadline (its
+	// floor raised by the reserve but for the final call), under its
+	// ceiling (AttemptTimeout, Ceiling), and retried, after Backoff or the
+	// wait the provider asked for, when the provider's answer allows it:
+	// the model plugin's HTTP client must use [Transport] (with the SDK's
+	// own retries off) for the answer to be read. MaxAttempts 0 takes
+	// deadline.DefaultPolicy()'s MaxAttempts, and its Floor and Backoff
+	// where those are zero.
 	ModelPolicy deadline.Policy
 
 	// ToolPolicy is the policy of each tool call of a tool without one of
-	// its own ([WithToolPolicy]); its Name is replaced by the tool's name.
+	// its own ([WithToolPolicy]); its Name is replaced by the step,
+	// "execute_tool {tool}".
 	// MaxAttempts above 1 applies only to tools marked [ReadOnly] or
 	// [Idempotent]; the others get one attempt. The zero Policy means
 	// deadline.DefaultPolicy().

@@ -9,7 +9,6 @@ import (
 	"github.com/firebase/genkit/go/ai"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
@@ -103,38 +102,26 @@ func (r *run) finalCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 	return resp, nil
 }
 
-// modelCall runs next once under the model policy, its floor raised by
-// the reserve unless final: the call span "chat {model}" and one CLIENT
-// "chat {model}" attempt span (agentrun's shape).
+// modelCall runs next under the model policy, its floor raised by the
+// reserve unless final, in agentrun's shape: the call span "chat {model}"
+// and one CLIENT "chat {model}" span per attempt. An attempt's error is
+// retried when the provider's answer, read by [Transport], allows it.
 func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback, next ai.ModelFunc, final bool) (*ai.ModelResponse, error) {
 	a := r.a
 	p := a.modelPolicy
-	httpPolicy := p
-	httpPolicy.Name, httpPolicy.Floor = p.Name+" http", 0
-	httpPolicy.LearnedFloor = nil
-	httpPolicy.Hooks = deadline.Compose(p.Hooks, a.tr.Hooks())
 	p.Floor = r.ar.ModelFloor(p.Floor, final)
-	// The call is one attempt bounded by the budget alone: the ceiling,
-	// the retries and their waits are the HTTP request's, inside it.
-	p.MaxAttempts, p.Backoff, p.RetryBudget, p.Hedge = 1, deadline.Backoff{}, nil, nil
-	p.AttemptTimeout, p.Ceiling, p.LearnedFloor = 0, nil, nil
-	p.Hooks = deadline.Compose(p.Hooks, a.tr.Hooks())
-	var inner *deadline.StopError // the HTTP request's stop
-	catch := &deadline.Hooks{CallEnd: func(_ context.Context, cr deadline.CallResult) {
-		if s, ok := cr.Err.(*deadline.StopError); ok && cr.Name == httpPolicy.Name {
-			inner = s
-		}
-	}}
-	resp, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (*ai.ModelResponse, error) {
+	p.Hooks = deadline.Compose(a.tr.Hooks(), p.Hooks)
+	return deadline.Do(ctx, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (*ai.ModelResponse, error) {
 		if info.Number == 1 {
 			r.ar.ModelCallStarted()
 		}
 		start := time.Now()
 		ctx, span := a.tr.StartChat(ctx, final)
 		defer span.End()
-		ctx = deadline.WithHooks(deadlinehttp.WithRequestPolicy(ctx, httpPolicy), catch)
+		ctx, ans := agentrun.WithAnswer(ctx)
 		resp, err := next(ctx, req, cb)
 		if err != nil {
+			err = ans.Classify(err)
 			agentrun.RecordError(span, err)
 			return nil, err
 		}
@@ -142,16 +129,6 @@ func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 		r.ar.ModelCallDone(time.Since(start))
 		return resp, nil
 	})
-	if err != nil && inner != nil && inner.Reason != deadline.ReasonNotRetryable {
-		// The provider's SDK turned the transport's stop (a Retry-After
-		// that does not fit, a retry refused below the floor, retries
-		// that ran out) into its own error: the model step stopped for
-		// that reason, after that many attempts.
-		s := *inner
-		s.Name = p.Name
-		return nil, &s
-	}
-	return resp, err
 }
 
 // responseOf reads the GenAI keys of a response, those the model plugin

@@ -24,7 +24,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
@@ -199,11 +198,11 @@ func newSetup(t testing.TB, ctx context.Context, base http.RoundTripper, baseURL
 }
 
 // newOAI is compat_oai over openai-go against the fake provider: with
-// openai-go's retries off and a deadlinehttp.Transport over base, or, when
+// openai-go's retries off and otelbudgetgenkit.Transport over base, or, when
 // plain, openai-go's defaults (two retries) over base.
 func newOAI(base http.RoundTripper, baseURL string, plain bool) *compat_oai.OpenAICompatible {
 	opts := []option.RequestOption{
-		option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(base)}),
+		option.WithHTTPClient(&http.Client{Transport: otelbudgetgenkit.Transport(base, nil)}),
 		option.WithMaxRetries(0),
 	}
 	if plain {
