@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	otel.SetTracerProvider(tp) // Genkit's own spans go to the global provider
 
-	prov := &provider{turns: 10, latency: 40 * time.Millisecond}
+	prov := newProvider(10, 40*time.Millisecond)
 	srv := httptest.NewServer(prov) // loopback
 	defer srv.Close()
 

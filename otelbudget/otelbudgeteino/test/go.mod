@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/deadlinebudget/budget => ../../..
+	github.com/deadlinebudget/budget/otelbudget/agenttest => ../../agenttest
 	github.com/deadlinebudget/budget/otelbudget/otelbudgeteino => ..
 )
 
@@ -11,6 +12,7 @@ require (
 	github.com/cloudwego/eino v0.7.36
 	github.com/cloudwego/eino-ext/components/model/openai v0.1.7
 	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/agenttest v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/otelbudgeteino v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0

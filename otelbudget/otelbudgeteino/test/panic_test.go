@@ -81,12 +81,12 @@ func TestToolPanicScenario(t *testing.T) {
 	}
 	late := scenario == "adk-late" || scenario == "react-late"
 	synctest.Test(t, func(t *testing.T) {
-		p := &provider{turns: 3, toolFor: func(int) string { return "lookup" }, latency: 10 * time.Millisecond}
+		p := &provider{Turns: 3, ToolFor: func(int) string { return "lookup" }, Latency: 10 * time.Millisecond}
 		var b *otelbudgeteino.Budget
 		if scenario != "bare-adk" {
 			b = newBudget(t, 0)
 		}
-		rt := http.RoundTripper(memTransport{p})
+		rt := http.RoundTripper(memTransport{H: p})
 		if b != nil {
 			rt = b.Transport(rt)
 		}

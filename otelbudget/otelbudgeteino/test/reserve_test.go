@@ -64,14 +64,14 @@ func TestReserveRule(t *testing.T) {
 						lat[i] = time.Duration(5+rnd.IntN(26)) * time.Millisecond
 					}
 					synctest.Test(t, func(t *testing.T) {
-						p := &provider{turns: 10, toolFor: func(int) string { return "lookup" }, latencyFor: func(n int) time.Duration { return lat[n%len(lat)] }}
+						p := &provider{Turns: 10, ToolFor: func(int) string { return "lookup" }, LatencyOf: func(n int) time.Duration { return lat[n%len(lat)] }}
 						lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 90 * time.Millisecond }}
 						b := newBudget(t, rc.reserve)
 						d := deadline.New(budget)
 						var answer *schema.Message
 						var err error
 						if kind == "adk" {
-							a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+							a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 							res, rerr := b.Run(context.Background(), d, a.agent, []*schema.Message{schema.UserMessage("find it")})
 							answer, err = res.Answer, rerr
 						} else {
@@ -86,10 +86,10 @@ func TestReserveRule(t *testing.T) {
 						if err == nil && answer != nil {
 							answered++
 						}
-						for _, c := range append(p.requests(), lk.calls()...) {
+						for _, c := range append(p.Requests(), lk.calls()...) {
 							// The run's time left when the call started (the
 							// request's own deadline is its lease).
-							if !c.hasBudget || d.End().Sub(c.at) <= floor {
+							if !c.HasBudget || d.End().Sub(c.At) <= floor {
 								refusals++
 							}
 						}
@@ -113,7 +113,7 @@ func newReact(t testing.TB, b *otelbudgeteino.Budget, p *provider, lk *lookup) *
 	t.Helper()
 	cm, err := openai.NewChatModel(context.Background(), &openai.ChatModelConfig{
 		APIKey: "sk-test", BaseURL: "http://provider.test/v1", Model: "gpt-4o",
-		HTTPClient: &http.Client{Transport: b.Transport(memTransport{p})},
+		HTTPClient: &http.Client{Transport: b.Transport(memTransport{H: p})},
 	})
 	require.NoError(t, err)
 	agent, err := react.NewAgent(context.Background(), &react.AgentConfig{

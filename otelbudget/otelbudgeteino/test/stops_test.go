@@ -21,7 +21,7 @@ import (
 func runKind(t *testing.T, kind string, ctx context.Context, b *otelbudgeteino.Budget, p *provider, lk *lookup) (*otelbudgeteino.Result, error) {
 	t.Helper()
 	if kind == "adk" {
-		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		return b.Run(ctx, deadline.New(budget), a.agent, []*schema.Message{schema.UserMessage("find it")})
 	}
 	agent := newReact(t, b, p, lk)
@@ -62,7 +62,7 @@ func TestExhaustedRetriesAreTyped(t *testing.T) {
 	for _, kind := range []string{"adk", "react"} {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &provider{turns: 1, toolFor: func(int) string { return "lookup" }, reject: func(int) (int, http.Header) {
+				p := &provider{Turns: 1, ToolFor: func(int) string { return "lookup" }, Reject: func(int) (int, http.Header) {
 					return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {"10"}}
 				}}
 				lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
@@ -71,7 +71,7 @@ func TestExhaustedRetriesAreTyped(t *testing.T) {
 				require.True(t, ok, "%v", err)
 				assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
 				assert.Equal(t, 3, stop.Attempts)
-				assert.Len(t, p.requests(), 3)
+				assert.Len(t, p.Requests(), 3)
 				assert.Equal(t, "chat gpt-4o", stop.Name)
 				assert.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
 				time.Sleep(time.Second)

@@ -71,7 +71,7 @@ func (r registry) name(t *testing.T, typ string, attrs map[string]string) string
 // and tool span.
 func TestTraceFollowsPinnedConventions(t *testing.T) {
 	reg := readRegistry(t)
-	p := &provider{turns: 3, toolFor: func(int) string { return "lookup" }}
+	p := &provider{Turns: 3, ToolFor: func(int) string { return "lookup" }}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
@@ -151,7 +151,7 @@ func TestAgentAttributes(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		b := newBudget(t, 200*time.Millisecond, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
 		p, lk := tenTurns(3, true)
-		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		res, _, err := a.run(context.Background(), budget)
 		require.NoError(t, err)
 		require.True(t, res.Final)

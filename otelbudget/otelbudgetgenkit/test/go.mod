@@ -4,11 +4,13 @@ go 1.26.0
 
 replace (
 	github.com/deadlinebudget/budget => ../../..
+	github.com/deadlinebudget/budget/otelbudget/agenttest => ../../agenttest
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit => ..
 )
 
 require (
 	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/agenttest v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit v0.1.0
 	github.com/firebase/genkit/go v1.4.0
 	github.com/openai/openai-go v1.8.2

@@ -70,7 +70,7 @@ func TestToolPanicScenario(t *testing.T) {
 		defer cancel()
 		prov := &provider{Turns: 3, Latency: 10 * time.Millisecond}
 		plain := scenario == "bare" || scenario == "bare-error"
-		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{prov}, fakeURL, plain)))
+		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{H: prov}, fakeURL, plain)))
 		fn := func(tc *ai.ToolContext, in lookupIn) (string, error) {
 			switch scenario {
 			case "bare-error":

@@ -41,7 +41,7 @@ func TestReserveRule(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				prov, tl := &provider{Turns: 10}, &tool{Latency: 90 * time.Millisecond}
-				s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false)
+				s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, false)
 				a := agent(t, rc.reserve, nil)
 				rnd := rand.New(rand.NewPCG(35, uint64(rc.budget)))
 				for range runs {
@@ -53,8 +53,8 @@ func TestReserveRule(t *testing.T) {
 					for i := range lat {
 						lat[i] = time.Duration(5+rnd.IntN(26)) * time.Millisecond
 					}
-					prov.requests.Store(0)
-					prov.starts, tl.starts = nil, nil
+					prov.Reset()
+					tl.starts = nil
 					prov.LatencyOf = func(n int) time.Duration { return lat[n%len(lat)] }
 					d := deadline.New(budget)
 					res, err := a.Run(deadline.NewContext(ctx, d), s.g, tenTurns()...)
@@ -63,7 +63,7 @@ func TestReserveRule(t *testing.T) {
 					if err == nil && res.Answer != nil {
 						answered++
 					}
-					for _, st := range append(slices.Clone(prov.starts), tl.starts...) {
+					for _, st := range append(starts(prov), tl.starts...) {
 						if d.End().Sub(st) <= floor {
 							refusals++
 						}

@@ -96,7 +96,7 @@ func TestSpans(t *testing.T) {
 		defer cancel()
 		prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 		tl := &tool{Latency: 20 * time.Millisecond, SlowAt: 3, Slow: 3 * time.Second}
-		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false)
+		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, false)
 		a := agent(t, 100*time.Millisecond, func(c *otelbudgetgenkit.Config) { c.Observer = obs })
 		res, err = a.Run(deadline.NewContext(ctx, deadline.New(500*time.Millisecond)), s.g, tenTurns()...)
 		res.WaitTools()
@@ -141,7 +141,7 @@ func TestSpans(t *testing.T) {
 			assert.Equal(t, "fake-1", a["gen_ai.request.model"].AsString())
 			assert.Equal(t, "fake-1", a["gen_ai.response.model"].AsString())
 			assert.NotEmpty(t, a["gen_ai.response.id"].AsString())
-			assert.Equal(t, int64(1), a["gen_ai.usage.input_tokens"].AsInt64())
+			assert.Equal(t, int64(10), a["gen_ai.usage.input_tokens"].AsInt64())
 		case "execute_tool":
 			tools++
 			spanType = "gen_ai.execute_tool.internal"

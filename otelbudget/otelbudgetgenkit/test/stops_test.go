@@ -23,7 +23,7 @@ func TestCallerCancelIsTyped(t *testing.T) {
 		defer cancel()
 		prov := &provider{Turns: 10, Latency: 10 * time.Millisecond}
 		tl := &tool{Latency: 5 * time.Second} // honours its context
-		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false)
+		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, false)
 		rctx, rcancel := context.WithCancel(ctx)
 		time.AfterFunc(150*time.Millisecond, rcancel)
 		res, err := agent(t, 0, nil).Run(deadline.NewContext(rctx, deadline.New(time.Second)), s.g, tenTurns()...)
@@ -42,13 +42,13 @@ func TestCallerCancelIsTyped(t *testing.T) {
 // attempts_exhausted with the requests the transport sent, not
 // not_retryable after 1.
 func TestExhaustedRetriesAreTyped(t *testing.T) {
-	prov := &provider{Turns: 1, Latency: 10 * time.Millisecond, RateLimit: 100, RetryAfter: 10 * time.Millisecond}
+	prov := &provider{Turns: 1, Latency: 10 * time.Millisecond, Reject: rateLimit(100, 10 * time.Millisecond)}
 	res, _, err := inBubble(t, time.Second, 0, prov, &tool{})
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, deadline.ReasonExhausted, stop.Reason)
 	assert.Equal(t, 3, stop.Attempts)
-	assert.Equal(t, int32(3), prov.requests.Load())
+	assert.Equal(t, 3, len(prov.Requests()))
 	assert.Equal(t, "chat fake-1", stop.Name)
 	assert.ErrorIs(t, err, deadline.ErrAttemptsExhausted)
 	assert.Same(t, stop, res.Stop)

@@ -24,7 +24,7 @@ func runFlaky(t *testing.T, opts ...otelbudgetgenkit.ToolOption) (calls int32, r
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		prov := &provider{Turns: 1, Latency: 10 * time.Millisecond}
-		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{prov}, fakeURL, false)))
+		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{H: prov}, fakeURL, false)))
 		var n atomic.Int32
 		_, derr := otelbudgetgenkit.DefineTool(g, "lookup", "fails once", func(tc *ai.ToolContext, in lookupIn) (string, error) {
 			if n.Add(1) == 1 {
