@@ -233,7 +233,7 @@ func TestMeasureDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2 * time.Second)}
+		prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2*time.Second)}
 		tl := &tool{Latency: 20 * time.Millisecond}
 		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, true)
 		for range 20 {

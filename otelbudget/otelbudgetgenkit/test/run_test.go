@@ -112,7 +112,7 @@ func TestModelRefusedBelowFloor(t *testing.T) {
 // A 429 with retry-after-ms inside a run: the transport waits it out when
 // it fits the budget, and never sends past the deadline.
 func TestRateLimitHonoured(t *testing.T) {
-	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 200 * time.Millisecond)}
+	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 200*time.Millisecond)}
 	tl := &tool{Latency: 20 * time.Millisecond}
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestRateLimitHonoured(t *testing.T) {
 }
 
 func TestRateLimitTooLong(t *testing.T) {
-	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2 * time.Second)}
+	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2*time.Second)}
 	tl := &tool{Latency: 20 * time.Millisecond}
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.Error(t, err)

@@ -42,7 +42,7 @@ func TestCallerCancelIsTyped(t *testing.T) {
 // attempts_exhausted with the requests the transport sent, not
 // not_retryable after 1.
 func TestExhaustedRetriesAreTyped(t *testing.T) {
-	prov := &provider{Turns: 1, Latency: 10 * time.Millisecond, Reject: rateLimit(100, 10 * time.Millisecond)}
+	prov := &provider{Turns: 1, Latency: 10 * time.Millisecond, Reject: rateLimit(100, 10*time.Millisecond)}
 	res, _, err := inBubble(t, time.Second, 0, prov, &tool{})
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
