@@ -89,6 +89,12 @@ func (r Registry) UnknownGenAIKeys(spans []sdktrace.ReadOnlySpan) []string {
 	return out
 }
 
+// responseKeys are left out of the shape: a chat span carries them when the
+// provider's client returns them (eino-ext's OpenAI model gives the id, not
+// the model; Genkit's compat_oai both, only with a system_fingerprint), not
+// by the adapter's choice.
+var responseKeys = map[string]bool{"gen_ai.response.id": true, "gen_ai.response.model": true}
+
 // ours reports whether a span is one an agent run's shape includes: the
 // run, call and attempt spans of this project and the HTTP spans below
 // them, not the framework's own (Genkit's "genkit-tracer" spans).
@@ -101,7 +107,8 @@ func ours(s sdktrace.ReadOnlySpan) bool {
 // nearest ancestor the shape includes: the framework's own spans are left
 // out), children in start order, each line "name KIND keys" where keys are
 // the span's attribute keys in the gen_ai.*, deadline.*, error.type and
-// http.* namespaces, sorted (values are not compared: they are the run's).
+// http.* namespaces, sorted, but gen_ai.response.id and
+// gen_ai.response.model (the provider's client's to give) (values are not compared: they are the run's).
 // Two frameworks that give the same scenario the same Shape give it the
 // same span tree, names, kinds and attribute keys.
 func Shape(spans []sdktrace.ReadOnlySpan) string {
@@ -146,6 +153,9 @@ func Shape(spans []sdktrace.ReadOnlySpan) string {
 		var keys []string
 		for _, kv := range s.Attributes() {
 			k := string(kv.Key)
+			if responseKeys[k] {
+				continue
+			}
 			if strings.HasPrefix(k, "gen_ai.") || strings.HasPrefix(k, "deadline.") || strings.HasPrefix(k, "http.") || k == "error.type" {
 				keys = append(keys, k)
 			}

@@ -204,6 +204,11 @@ func (r *Run) End(answer *schema.Message, err error) (*Result, error) {
 			out = stop
 		case isStop && stop.Reason != deadline.ReasonNotRetryable:
 			r.ar.NoteStop(stop)
+			if rs := r.ar.Stop(); rs != stop {
+				// A stop of the budget came after the one Eino returned
+				// (its retry config refused a wait): it is the run's.
+				out = &runError{stop: rs, err: err}
+			}
 		case r.ar.Stop() != nil: // Eino's error hides it (a retry's, a node's)
 			out = &runError{stop: r.ar.Stop(), err: err}
 		case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && r.d.Expired():

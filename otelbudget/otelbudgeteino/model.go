@@ -3,6 +3,7 @@ package otelbudgeteino
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/cloudwego/eino/components/model"
@@ -151,10 +152,21 @@ func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Contex
 	return nil, err
 }
 
+// einoExtOpenAIRequestID is the key under which eino-ext's OpenAI model
+// keeps the response's id in schema.Message.Extra.
+const einoExtOpenAIRequestID = "openai-request-id"
+
 // responseOf reads what the conventions record of a model's answer: each
 // part only when the provider returned it.
 func responseOf(msg *schema.Message) agentrun.Response {
 	var resp agentrun.Response
+	// eino-ext's OpenAI model keeps the response's id in the message's
+	// Extra; it keeps no response model.
+	if v, ok := msg.Extra[einoExtOpenAIRequestID]; ok {
+		if id := fmt.Sprint(v); id != "" {
+			resp.ID = id
+		}
+	}
 	if rm := msg.ResponseMeta; rm != nil {
 		if rm.FinishReason != "" {
 			resp.FinishReasons = []string{rm.FinishReason}

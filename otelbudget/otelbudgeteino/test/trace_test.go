@@ -1,11 +1,9 @@
 package test
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -19,51 +17,24 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
 )
 
-// registry is otelbudget/genai/testdata/registry-keys.txt: the keys and
-// span-name formats copied from the pinned conventions' YAML.
-type registry struct {
-	keys  map[string]bool
-	spans map[string]string
-}
-
-func readRegistry(t *testing.T) registry {
+func readRegistry(t *testing.T) agenttest.Registry {
 	t.Helper()
-	f, err := os.Open("../../genai/testdata/registry-keys.txt")
+	reg, err := agenttest.ReadRegistry("../../genai/testdata/registry-keys.txt")
 	require.NoError(t, err)
-	defer f.Close()
-	r := registry{keys: map[string]bool{}, spans: map[string]string{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		switch fields[0] {
-		case "key":
-			r.keys[fields[1]] = true
-		case "span":
-			r.spans[fields[1]] = strings.Join(fields[2:], " ")
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.NotEmpty(t, r.keys)
-	return r
+	return reg
 }
 
-// name fills a pinned span-name format with a span's attributes.
-func (r registry) name(t *testing.T, typ string, attrs map[string]string) string {
+// spanName fills a pinned span-name format with a span's attributes.
+func spanName(t *testing.T, reg agenttest.Registry, typ string, attrs map[string]string) string {
 	t.Helper()
-	f, ok := r.spans[typ]
-	require.True(t, ok, "span type %s in the pinned conventions", typ)
-	for k, v := range attrs {
-		f = strings.ReplaceAll(f, "{"+k+"}", v)
-	}
-	require.NotContains(t, f, "{", "every placeholder of %s filled", typ)
-	return f
+	name, ok := reg.Name(typ, attrs)
+	require.True(t, ok, "span type %s in the pinned conventions, every placeholder filled", typ)
+	return name
 }
 
 // One run on loopback, its spans recorded: one trace, the GenAI names and
@@ -99,23 +70,23 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 			k := string(kv.Key)
 			attrs[k] = kv.Value.String()
 			if strings.HasPrefix(k, "gen_ai.") || k == "error.type" {
-				assert.True(t, reg.keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
+				assert.True(t, reg.Keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
 			}
 		}
 		op := attrs[string(genai.OperationNameKey)]
 		switch op {
 		case "invoke_agent":
-			assert.Equal(t, reg.name(t, "gen_ai.invoke_agent.internal", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.invoke_agent.internal", attrs), s.Name())
 			assert.False(t, s.Parent().IsValid(), "the run is the trace's root")
 			assert.Contains(t, attrs, "deadline.budget_ms")
 		case "chat":
-			assert.Equal(t, reg.name(t, "gen_ai.inference.client", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.inference.client", attrs), s.Name())
 			assert.Equal(t, oteltrace.SpanKindClient, s.SpanKind())
 			assert.Equal(t, "openai", attrs["gen_ai.provider.name"])
 			assert.Equal(t, "10", attrs["gen_ai.usage.input_tokens"])
 			assert.Equal(t, "5", attrs["gen_ai.usage.output_tokens"])
 		case "execute_tool":
-			assert.Equal(t, reg.name(t, "gen_ai.execute_tool.internal", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.execute_tool.internal", attrs), s.Name())
 			assert.NotEmpty(t, attrs["gen_ai.tool.call.id"])
 			assert.Equal(t, "function", attrs["gen_ai.tool.type"])
 		default:
