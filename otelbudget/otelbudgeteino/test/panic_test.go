@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -24,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
 )
 
@@ -45,8 +44,6 @@ func (p *panicky) InvokableRun(context.Context, string, ...tool.Option) (string,
 	panic("boom")
 }
 
-const panicScenarioEnv = "OTELBUDGETEINO_PANIC_SCENARIO"
-
 // TestToolPanicChild runs each panic scenario in a child process (this
 // test binary, TestToolPanicScenario selected by an environment variable):
 // a panic that escaped would kill it. The child must exit 0 and print the
@@ -63,19 +60,17 @@ func TestToolPanicChild(t *testing.T) {
 		{"react-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestToolPanicScenario$", "-test.v")
-			cmd.Env = append(os.Environ(), panicScenarioEnv+"="+tc.scenario)
-			out, err := cmd.CombinedOutput()
+			out, err := agenttest.RunChild("TestToolPanicScenario", tc.scenario)
 			require.NoError(t, err, "the child process died:\n%s", out)
-			assert.Contains(t, string(out), tc.want)
-			assert.Contains(t, string(out), "PASS: TestToolPanicScenario", "the child's goleak check passed")
+			assert.Contains(t, out, tc.want)
+			assert.Contains(t, out, "PASS: TestToolPanicScenario", "the child's goleak check passed")
 		})
 	}
 }
 
 // TestToolPanicScenario is the child's side of TestToolPanicChild.
 func TestToolPanicScenario(t *testing.T) {
-	scenario := os.Getenv(panicScenarioEnv)
+	scenario := agenttest.ChildScenario()
 	if scenario == "" {
 		t.Skip("run by TestToolPanicChild in a child process")
 	}

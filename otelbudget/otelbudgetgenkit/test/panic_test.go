@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,10 +16,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
-
-const panicScenarioEnv = "OTELBUDGETGENKIT_PANIC_SCENARIO"
 
 // TestToolPanicChild runs each panic scenario in a child process (this
 // test binary, TestToolPanicScenario selected by an environment variable),
@@ -44,24 +41,22 @@ func TestToolPanicChild(t *testing.T) {
 		{scenario: "wrapped-late", want: "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestToolPanicScenario$", "-test.v")
-			cmd.Env = append(os.Environ(), panicScenarioEnv+"="+tc.scenario)
-			out, err := cmd.CombinedOutput()
+			out, err := agenttest.RunChild("TestToolPanicScenario", tc.scenario)
 			if tc.dies {
 				require.Error(t, err, "Genkit alone lets the tool's panic kill the process:\n%s", out)
-				assert.Contains(t, string(out), "panic: boom")
+				assert.Contains(t, out, "panic: boom")
 				return
 			}
 			require.NoError(t, err, "the child process died:\n%s", out)
-			assert.Contains(t, string(out), tc.want)
-			assert.Contains(t, string(out), "PASS: TestToolPanicScenario", "the child's goleak check passed")
+			assert.Contains(t, out, tc.want)
+			assert.Contains(t, out, "PASS: TestToolPanicScenario", "the child's goleak check passed")
 		})
 	}
 }
 
 // TestToolPanicScenario is the child's side of TestToolPanicChild.
 func TestToolPanicScenario(t *testing.T) {
-	scenario := os.Getenv(panicScenarioEnv)
+	scenario := agenttest.ChildScenario()
 	if scenario == "" {
 		t.Skip("run by TestToolPanicChild in a child process")
 	}
