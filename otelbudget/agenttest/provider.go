@@ -35,6 +35,9 @@ type Provider struct {
 	Reject func(n int) (status int, header http.Header)
 	// Model is the response's model; "": the request's.
 	Model string
+	// NoFingerprint leaves system_fingerprint out of the answers (Genkit's
+	// compat_oai then reports neither the response's id nor its model).
+	NoFingerprint bool
 	// Answer is the text of an answer after results tool results; final
 	// reports a request without tools. Nil: "answer from N results" and
 	// "final answer from N results".
@@ -140,13 +143,16 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = req.Model
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	out := map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1, "model": model,
-		"system_fingerprint": "fp",
-		"choices":            []map[string]any{{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage":              map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-	})
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+	}
+	if !p.NoFingerprint {
+		out["system_fingerprint"] = "fp"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // Requests returns what each request saw when it arrived, in order.
