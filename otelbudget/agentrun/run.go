@@ -46,7 +46,6 @@ type Run struct {
 	toolCalls  int
 	tools      sync.WaitGroup
 	span       trace.Span // the run's span, for late panics
-	latePanics int
 }
 
 // NewRun returns the state of a run under d.
