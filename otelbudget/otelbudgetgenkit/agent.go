@@ -226,9 +226,12 @@ func (r *run) firstStop() *deadline.StopError { return r.ar.Stop() }
 // keys) is the parent of every span of the run.
 //
 // The error is nil when the run answered (possibly from the reserve:
-// [Result.Stop]); the *deadline.StopError of the step the budget stopped,
-// itself, whatever Genkit wrapped around it; or Genkit's or a tool's own
-// error unchanged. The options must not set a model or middleware (Genkit
+// Result.Final, Result.Stop); the *deadline.StopError of the step that
+// stopped, itself, whatever Genkit wrapped around it: a stop of the budget
+// (errors.Is context.DeadlineExceeded), retries that ran out
+// (attempts_exhausted, with the attempts made), the caller's cancel
+// (ReasonCanceled, errors.Is context.Canceled); or Genkit's or a tool's own
+// error unchanged (a tool's panic is Genkit's INTERNAL *core.GenkitError). The options must not set a model or middleware (Genkit
 // refuses either twice: use [Config.Model], [Config.Middleware]).
 func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOption) (*Result, error) {
 	if ctx == nil {
