@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -45,7 +46,8 @@ type Run struct {
 	modelCalls int
 	toolCalls  int
 	tools      sync.WaitGroup
-	span       trace.Span // the run's span, for late panics
+	span       trace.Span          // the run's span, for late panics
+	latePanics metric.Int64Counter // counts them, when the run is traced
 }
 
 // NewRun returns the state of a run under d.

@@ -10,8 +10,10 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 )
 
@@ -87,8 +89,9 @@ const (
 // The goroutine always recovers. A panic before abandonment is returned as
 // a [*PanicError] (the adapter reports it as its framework reports a
 // panicking tool). A panic after abandonment is never re-raised: it is
-// recorded in the run's Abandoned (Abandoned.Panic), as an event on the
-// run span when it is still open, and reported through otel.Handle.
+// recorded in the run's Abandoned (Abandoned.Panic), counted
+// ([MetricToolLatePanics]), added as an event to the run span when it is
+// still open, and reported through otel.Handle.
 func CallTool[T any](ctx context.Context, r *Run, tc ToolCall, fn func(context.Context) (T, error)) (v T, abandoned bool, err error) {
 	type outcome struct {
 		v   T
@@ -157,8 +160,11 @@ func (r *Run) latePanic(tc ToolCall, pe *PanicError) {
 			break
 		}
 	}
-	run := r.span
+	run, counter := r.span, r.latePanics
 	r.mu.Unlock()
+	if counter != nil {
+		counter.Add(context.Background(), 1, metric.WithAttributes(otelbudget.AttrStep.String(ToolStep(tc.Name))))
+	}
 	if run != nil && run.IsRecording() {
 		run.AddEvent("deadline.tool.late_panic", trace.WithAttributes(
 			genai.ToolNameKey.String(tc.Name), genai.ToolCallIDKey.String(tc.CallID),

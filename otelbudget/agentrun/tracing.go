@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -18,10 +20,11 @@ import (
 // describes, for one agent (its provider and model). Build one per agent
 // with [NewTracing]; safe for concurrent use.
 type Tracing struct {
-	obs      *otelbudget.Observer
-	tracer   trace.Tracer
-	provider string
-	model    string
+	obs        *otelbudget.Observer
+	tracer     trace.Tracer
+	latePanics metric.Int64Counter
+	provider   string
+	model      string
 }
 
 // NewTracing returns the Tracing of an agent whose model is model
@@ -32,12 +35,25 @@ func NewTracing(obs *otelbudget.Observer, provider, model string) *Tracing {
 	if obs == nil {
 		obs = otelbudget.New()
 	}
-	return &Tracing{
+	t := &Tracing{
 		obs:      obs,
 		tracer:   obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version())),
 		provider: provider, model: model,
 	}
+	meter := obs.MeterProvider().Meter(ScopeName, metric.WithInstrumentationVersion(otelbudget.Version()))
+	c, err := meter.Int64Counter(MetricToolLatePanics, metric.WithUnit("{panic}"),
+		metric.WithDescription("Tool calls that panicked after the run had abandoned them (recovered, never raised again)."))
+	if err != nil {
+		otel.Handle(err)
+	}
+	t.latePanics = c
+	return t
 }
+
+// MetricToolLatePanics counts the tool calls that panicked after their run
+// had abandoned them: recovered, never raised again (Int64Counter,
+// {panic}, attribute deadline.step).
+const MetricToolLatePanics = "deadline.agent.tool_late_panics"
 
 // Observer returns the observer the spans are recorded by.
 func (t *Tracing) Observer() *otelbudget.Observer { return t.obs }
@@ -65,6 +81,7 @@ func (t *Tracing) StartRun(ctx context.Context, r *Run, agent string, extra ...a
 	ctx, span := t.obs.StartRun(ctx, RunSpanName(agent), r.d, trace.WithAttributes(attrs...))
 	r.mu.Lock()
 	r.span = span.Span()
+	r.latePanics = t.latePanics
 	r.mu.Unlock()
 	return ctx, span
 }

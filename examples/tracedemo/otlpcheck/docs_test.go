@@ -160,6 +160,7 @@ func TestDocsMatchCollector(t *testing.T) {
 		"deadline.run.model_calls":                "the demo runs no agent: the agents' TestShape (otelbudgeteino/test, otelbudgetgenkit/test) sets it",
 		"deadline.reserve_ms":                     "the demo runs no agent: the agents' TestShape (otelbudgeteino/test, otelbudgetgenkit/test) sets it",
 		"deadline.run.tool_late_panics":           "the demo runs no agent: agentrun sets it when an abandoned tool panicked before its run ended",
+		"deadline.agent.tool_late_panics":         "the demo runs no agent: otelbudgeteino/test's TestToolPanicChild counts one",
 		"deadline.limit.cause":                    "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
 		"deadline.limit.limit":                    "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",
 		"deadline.limit.queue_position":           "the demo's policies have no concurrency limiter (Policy.Limiter): otelbudget/test's limiter_test sets it",

@@ -19,9 +19,13 @@ import (
 	"github.com/cloudwego/eino/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
 )
@@ -56,8 +60,8 @@ func TestToolPanicChild(t *testing.T) {
 		{"bare-adk", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
 		{"adk", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
 		{"react", "error kind: eino panic error (*compose.internalError): [NodeRunError] panic error: boom"},
-		{"adk-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
-		{"react-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom"},
+		{"adk-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom; counted 1"},
+		{"react-late", "error kind: budget stop execute_tool lookup; late panic recorded: late boom; counted 1"},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			out, err := agenttest.RunChild("TestToolPanicScenario", tc.scenario)
@@ -77,10 +81,13 @@ func TestToolPanicScenario(t *testing.T) {
 	late := scenario == "adk-late" || scenario == "react-late"
 	synctest.Test(t, func(t *testing.T) {
 		p := &provider{Turns: 3, ToolFor: func(int) string { return "lookup" }, Latency: 10 * time.Millisecond}
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 		var b *otelbudgeteino.Budget
 		if scenario != "bare-adk" {
-			b = newBudget(t, 0)
+			b = newBudget(t, 0, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithMeterProvider(mp)) })
 		}
+		counted := func() int64 { return latePanics(t, reader) }
 		rt := http.RoundTripper(memTransport{H: p})
 		if b != nil {
 			rt = b.Transport(rt)
@@ -110,7 +117,7 @@ func TestToolPanicScenario(t *testing.T) {
 			} else {
 				res, err = b.Run(context.Background(), deadline.New(budget), agent, msgs)
 			}
-			report(err, res)
+			report(err, res, counted)
 		case "react", "react-late":
 			agent, err := react.NewAgent(context.Background(), &react.AgentConfig{ToolCallingModel: mdl, ToolsConfig: tools})
 			require.NoError(t, err)
@@ -118,7 +125,7 @@ func TestToolPanicScenario(t *testing.T) {
 			require.NoError(t, err)
 			msg, err := agent.Generate(ctx, msgs)
 			res, err = run.End(msg, err)
-			report(err, res)
+			report(err, res, counted)
 		}
 		time.Sleep(5 * time.Second) // Eino unwinds; the late tool panics
 	})
@@ -128,7 +135,7 @@ func TestToolPanicScenario(t *testing.T) {
 // report prints the kind of error a run returned: Eino's panic error
 // (its text, "[NodeRunError] panic error: boom, ..."; the type is Eino's
 // internal one), or the budget's stop and the late panic it recorded.
-func report(err error, res *otelbudgeteino.Result) {
+func report(err error, res *otelbudgeteino.Result, counted func() int64) {
 	stop, isStop := errors.AsType[*deadline.StopError](err)
 	switch {
 	case err == nil:
@@ -141,10 +148,30 @@ func report(err error, res *otelbudgeteino.Result) {
 				msg += fmt.Sprintf("; late panic recorded: %v", a.Panic)
 			}
 		}
+		if msg != "error kind: budget stop "+stop.Name {
+			msg += fmt.Sprintf("; counted %d", counted())
+		}
 		fmt.Println(msg)
 	case strings.Contains(err.Error(), "panic error: boom"):
 		fmt.Printf("error kind: eino panic error (%T): %.60s\n", err, err)
 	default:
 		fmt.Printf("error kind: other %T: %v\n", err, err)
 	}
+}
+
+// latePanics reads agentrun.MetricToolLatePanics from reader.
+func latePanics(t *testing.T, reader *sdkmetric.ManualReader) int64 {
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == agentrun.MetricToolLatePanics {
+				for _, dp := range sum.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
 }
