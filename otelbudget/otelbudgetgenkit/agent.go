@@ -262,7 +262,7 @@ func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOp
 
 	stop := r.firstStop()
 	switch {
-	case caller.Err() != nil && errors.Is(context.Cause(caller), context.Canceled):
+	case err != nil && caller.Err() != nil && errors.Is(context.Cause(caller), context.Canceled):
 		// The caller's cancel, whatever Genkit wrapped it in (a tool's
 		// "canceled by the caller" is a GenkitError that hides it).
 		if stop == nil || stop.Reason != deadline.ReasonCanceled {
