@@ -26,8 +26,11 @@ import (
 
 func TestMain(m *testing.M) {
 	// Genkit replaces a global tracer provider that is not the SDK's with
-	// one of its own, once; give it one here, outside any bubble.
-	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	// one of its own, once; give it one here, outside any bubble (but in
+	// the child of TestGlobalProviderBeforeInit that shows why).
+	if agenttest.ChildScenario() != noGlobalProvider {
+		otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	}
 	// genkit.Init calls signal.NotifyContext, whose first call starts the
 	// runtime's signal goroutine: start it here, outside any bubble. Its
 	// other goroutine ends with the context Init is given.
