@@ -2,64 +2,31 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/firebase/genkit/go/ai"
+
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 )
 
-// provider is a fake OpenAI-compatible chat completions endpoint: it asks
-// for the tool "lookup" until the conversation holds turns tool results,
-// then answers; a request offering no tools (the reserve's final call) is
+// newProvider is the fake OpenAI-compatible chat completions endpoint
+// (agenttest's, shared with the agent frameworks' tests): it asks for the
+// tool "lookup" until the conversation holds turns tool results, then
+// answers; a request offering no tools (the reserve's final call) is
 // answered from what it has. Each answer takes latency.
-type provider struct {
-	turns   int
-	latency time.Duration
-	n       atomic.Int32
-}
-
-func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n := p.n.Add(1)
-	var req struct {
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-		Tools []json.RawMessage `json:"tools"`
+func newProvider(turns int, latency time.Duration) *agenttest.Provider {
+	return &agenttest.Provider{
+		Turns: turns, Latency: latency, Model: "fake-1",
+		Args: func(turn int) string { return fmt.Sprintf(`{"q":"topic %d"}`, turn) },
+		Answer: func(results int, final bool) string {
+			if final {
+				return fmt.Sprintf("a partial summary of %d sources (out of time)", results)
+			}
+			return fmt.Sprintf("a summary of %d sources", results)
+		},
 	}
-	body, err := io.ReadAll(r.Body)
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	select {
-	case <-time.After(p.latency):
-	case <-r.Context().Done():
-		return
-	}
-	results := 0
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			results++
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if len(req.Tools) > 0 && results < p.turns {
-		fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","created":1,"model":"fake-1","system_fingerprint":"fp","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_%d","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"topic %d\"}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, n, results+1, results+1)
-		return
-	}
-	text := fmt.Sprintf("a summary of %d sources", results)
-	if len(req.Tools) == 0 && strings.Contains(string(body), "time budget") {
-		text = fmt.Sprintf("a partial summary of %d sources (out of time)", results)
-	}
-	fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","created":1,"model":"fake-1","system_fingerprint":"fp","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, n, text)
 }
 
 // tool is "lookup": each call takes latency, honouring its context, but

@@ -4,11 +4,13 @@ go 1.26.0
 
 replace (
 	github.com/deadlinebudget/budget => ../..
+	github.com/deadlinebudget/budget/otelbudget/agenttest => ../../otelbudget/agenttest
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit => ../../otelbudget/otelbudgetgenkit
 )
 
 require (
 	github.com/deadlinebudget/budget v0.1.0
+	github.com/deadlinebudget/budget/otelbudget/agenttest v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit v0.1.0
 	github.com/firebase/genkit/go v1.4.0
 	github.com/openai/openai-go v1.8.2
@@ -23,6 +25,7 @@ require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/goccy/go-yaml v1.17.1 // indirect
@@ -41,6 +44,7 @@ require (
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect

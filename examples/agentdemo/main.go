@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	otel.SetTracerProvider(tp) // Genkit's own spans go to the global provider
 
-	prov := &provider{turns: 10, latency: 40 * time.Millisecond}
+	prov := newProvider(10, 40*time.Millisecond)
 	srv := httptest.NewServer(prov) // loopback
 	defer srv.Close()
 
@@ -124,9 +124,9 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	case runErr != nil:
 		fmt.Fprintf(w, "stopped after %v of %v: %v\n", took.Round(time.Millisecond), o.budget, runErr)
 	case res.Stop != nil:
-		fmt.Fprintf(w, "answered from the reserve after %v of %v (cut short by %s: %s): %q\n", took.Round(time.Millisecond), o.budget, res.Stop.Name, res.Stop.Reason, res.Response.Text())
+		fmt.Fprintf(w, "answered from the reserve after %v of %v (cut short by %s: %s): %q\n", took.Round(time.Millisecond), o.budget, res.Stop.Name, res.Stop.Reason, res.Answer.Text())
 	default:
-		fmt.Fprintf(w, "answered after %v of %v: %q\n", took.Round(time.Millisecond), o.budget, res.Response.Text())
+		fmt.Fprintf(w, "answered after %v of %v: %q\n", took.Round(time.Millisecond), o.budget, res.Answer.Text())
 	}
 	fmt.Fprintf(w, "%d model calls, %d tool calls", res.ModelCalls, res.ToolCalls)
 	for _, a := range res.Abandoned {

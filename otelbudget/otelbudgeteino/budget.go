@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/schema"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
 // Budget puts the model and tool calls of Eino agent runs inside each run's
@@ -25,6 +22,7 @@ import (
 type Budget struct {
 	cfg       Config
 	obs       *otelbudget.Observer
+	tr        *agentrun.Tracing
 	model     deadline.Policy
 	tool      deadline.Policy
 	grace     time.Duration
@@ -45,53 +43,41 @@ func New(cfg Config) (*Budget, error) {
 	if b.grace == 0 {
 		b.grace = defaultAbandonGrace
 	}
-	b.modelStep = genai.ChatSpanName(cfg.ModelName)
+	b.tr = agentrun.NewTracing(b.obs, cfg.Provider, cfg.ModelName)
+	b.modelStep = agentrun.ChatStep(cfg.ModelName)
 	b.model.Name = b.modelStep
 	return b, nil
 }
 
 // Abandoned is a tool call whose lease ended before it returned: the run
-// went on without it (its goroutine may still be running; its result, if any,
-// is discarded).
-type Abandoned struct {
-	Tool   string        // the tool's name
-	CallID string        // the model's id of the tool call
-	After  time.Duration // how long it had run when it was abandoned
-}
+// went on without it (its goroutine may still be running; its result, if
+// any, is discarded). The shape is agentrun's, shared by every framework.
+type Abandoned = agentrun.Abandoned
 
-// Result is what a run gives back besides its error.
-type Result struct {
-	// Answer is the agent's last message without tool calls; nil when the
-	// run gave none.
-	Answer *schema.Message
-	// Final reports that the answer came from the final model call made
-	// in the reserve, after the budget could not fit another turn.
-	Final bool
-	// Abandoned lists the tool calls abandoned when their lease ended.
-	Abandoned []Abandoned
-	// Stop is the budget's stop that ended the run, or that the reserve
-	// turned into a final answer; nil when the budget stopped nothing.
-	Stop *deadline.StopError
-}
+// Result is what a run gives back besides its error: the answer (the
+// agent's last message without tool calls, nil when none), whether it came
+// from the final call in the reserve, the stop, the abandoned tools and a
+// way to wait for them (WaitTools). The shape is agentrun's, shared by
+// every framework: see [agentrun.Result] for each field's contract.
+type Result = agentrun.Result[*schema.Message]
 
 // Run is one agent run under a deadline, started by [Budget.Start] and
 // ended by [Run.End]. Safe for concurrent use: the run's tool calls may run
 // in parallel.
 type Run struct {
-	b     *Budget
-	d     deadline.Deadline
-	agent string
-	span  *otelbudget.Run
-	start time.Time
+	b      *Budget
+	d      deadline.Deadline
+	agent  string
+	ar     *agentrun.Run
+	span   *otelbudget.Run
+	caller context.Context // the caller's context, to tell its cancel apart
 
-	final atomic.Bool // the next model call is the final one, in the reserve
 	// stopped is closed when the budget stopped a call with an error that
 	// ends the run (Run returns then, without waiting for Eino to unwind).
 	stopped  chan struct{}
 	stopOnce sync.Once
 	mu       sync.Mutex
-	res      Result
-	ended    bool
+	res      *Result
 	inflight []string // the steps of the calls in flight, in the order they started
 
 	retryMu   sync.Mutex
@@ -128,36 +114,19 @@ func (b *Budget) Start(ctx context.Context, d deadline.Deadline, agent string) (
 	if agent == "" {
 		agent = b.cfg.Agent
 	}
-	attrs := genai.InvokeAgentAttributes(b.cfg.Provider, agent)
-	if b.cfg.ModelName != "" {
-		attrs = append(attrs, genai.RequestModelKey.String(b.cfg.ModelName))
-	}
-	r := &Run{b: b, d: d, agent: agent, start: time.Now(), stopped: make(chan struct{})}
-	ctx, r.span = b.obs.StartRun(ctx, genai.InvokeAgentSpanName(agent), d, trace.WithAttributes(attrs...))
+	r := &Run{b: b, d: d, agent: agent, caller: ctx, stopped: make(chan struct{})}
+	r.ar = agentrun.NewRun(d, agentrun.Config{Reserve: b.cfg.Reserve, ModelNeed: b.cfg.ModelNeed, Grace: b.grace})
+	ctx, r.span = b.tr.StartRun(ctx, r.ar, agent)
 	return context.WithValue(ctx, runKey{}, r), r, nil
 }
 
 // Deadline returns the run's deadline.
 func (r *Run) Deadline() deadline.Deadline { return r.d }
 
-// recordStop keeps the first stop of the budget the run met.
-func (r *Run) recordStop(err error) {
-	var stop *deadline.StopError
-	if !errors.As(err, &stop) || !stop.Reason.Budget() {
-		return
-	}
-	r.mu.Lock()
-	if r.res.Stop == nil {
-		r.res.Stop = stop
-	}
-	r.mu.Unlock()
-}
-
 // endsRun records err, the error a call returns to Eino, and when it is a
 // stop of the budget signals that the run is over.
 func (r *Run) endsRun(err error) {
-	r.recordStop(err)
-	if stop, ok := errors.AsType[*deadline.StopError](err); ok && stop.Reason.Budget() {
+	if stop := r.ar.NoteStop(err); stop != nil && stop.Reason.Budget() {
 		r.stopOnce.Do(func() { close(r.stopped) })
 	}
 }
@@ -188,20 +157,7 @@ func (r *Run) stepAtDeadline() string {
 	if n := len(r.inflight); n > 0 {
 		return r.inflight[n-1]
 	}
-	return genai.InvokeAgentSpanName(r.agent)
-}
-
-// stop returns the stop recorded, nil when none.
-func (r *Run) stop() *deadline.StopError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.res.Stop
-}
-
-func (r *Run) abandon(a Abandoned) {
-	r.mu.Lock()
-	r.res.Abandoned = append(r.res.Abandoned, a)
-	r.mu.Unlock()
+	return agentrun.RunSpanName(r.agent)
 }
 
 // End ends the run with its answer (nil when none) and the error Eino
@@ -209,57 +165,76 @@ func (r *Run) abandon(a Abandoned) {
 // run's [Result] and the error for the caller:
 //
 //   - nil when answer is not nil and err is nil;
-//   - when the budget stopped a call of the run, an error that errors.As
-//     finds as that [*deadline.StopError] (naming the step) and that
-//     errors.Is matches to context.DeadlineExceeded and to err, whatever
-//     Eino wrapped err in;
-//   - when err is a context error of the caller and the run's deadline has
-//     passed, a [*deadline.StopError] with ReasonDeadline naming the run's
-//     step ("invoke_agent {agent}"), wrapping err;
-//   - else err unchanged.
+//   - when the caller's context was canceled, a [*deadline.StopError] with
+//     ReasonCanceled naming the step in flight, wrapping the context's
+//     error: errors.Is(err, context.Canceled) holds;
+//   - when a call of the run stopped (the budget; retries that ran out),
+//     an error that errors.As finds as that [*deadline.StopError] (naming
+//     the step, with its reason and attempts) and that errors.Is matches
+//     to err, whatever Eino wrapped err in (and to context.DeadlineExceeded
+//     for a stop of the budget);
+//   - when err is a context error and the run's deadline has passed, a
+//     [*deadline.StopError] with ReasonDeadline naming the run's step
+//     ("invoke_agent {agent}"), wrapping err;
+//   - else err unchanged: Eino's own (a panicking tool is Eino's "panic
+//     error", as without this module).
 //
 // Only the first End counts; later calls return the same result and nil.
 func (r *Run) End(answer *schema.Message, err error) (*Result, error) {
 	r.mu.Lock()
-	if r.ended {
+	if r.res != nil {
 		res := r.res
 		r.mu.Unlock()
-		return &res, nil
+		return res, nil
 	}
-	r.ended = true
-	if answer != nil {
-		r.res.Answer = answer
-		if err == nil {
-			r.res.Final = r.final.Load()
-		}
-	}
-	res := r.res
 	r.mu.Unlock()
 
 	out := err
 	if err != nil {
+		answer = nil
 		stop, isStop := errors.AsType[*deadline.StopError](err)
 		switch {
-		case isStop && stop.Reason.Budget():
-			res.Stop = stop // the stop that ended the run, as Eino returned it
-		case res.Stop != nil: // Eino's error hides it (a retry's, a node's)
-			out = &runError{stop: res.Stop, err: err}
+		case r.caller.Err() != nil && errors.Is(context.Cause(r.caller), context.Canceled):
+			if s := r.ar.Stop(); s != nil && s.Reason == deadline.ReasonCanceled {
+				stop = s // a call's stop already said so
+			} else if !isStop || stop.Reason != deadline.ReasonCanceled {
+				stop = agentrun.CanceledStop(r.caller, r.stepAtDeadline(), r.d.Remaining(), err)
+			}
+			r.ar.NoteStop(stop)
+			out = stop
+		case isStop && stop.Reason != deadline.ReasonNotRetryable:
+			r.ar.NoteStop(stop)
+			if rs := r.ar.Stop(); rs != stop {
+				// A stop of the budget came after the one Eino returned
+				// (its retry config refused a wait): it is the run's.
+				out = &runError{stop: rs, err: err}
+			}
+		case r.ar.Stop() != nil: // Eino's error hides it (a retry's, a node's)
+			out = &runError{stop: r.ar.Stop(), err: err}
 		case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && r.d.Expired():
-			res.Stop = &deadline.StopError{Name: genai.InvokeAgentSpanName(r.agent), Reason: deadline.ReasonDeadline, Last: err, Remaining: r.d.Remaining()}
-			out = res.Stop
+			stop := &deadline.StopError{Name: agentrun.RunSpanName(r.agent), Reason: deadline.ReasonDeadline, Last: err, Remaining: r.d.Remaining()}
+			r.ar.NoteStop(stop)
+			out = stop
 		}
 	}
-	if s := r.span.Span(); s != nil && len(res.Abandoned) > 0 {
-		s.SetAttributes(AttrAbandonedTools.Int(len(res.Abandoned)))
+	final := answer != nil && r.ar.Final()
+	res := agentrun.NewResult(r.ar, answer, final, r.ar.Stop())
+	if out == nil && !final {
+		res.Stop = nil // the run answered without a stop: a not-retried error it recovered from is not the run's
 	}
-	if s := r.span.Span(); s != nil && out != nil {
-		s.SetAttributes(genai.ErrorTypeKey.String(errorType(out)))
+	r.mu.Lock()
+	if r.res != nil { // a concurrent End won
+		res = r.res
+		r.mu.Unlock()
+		return res, nil
 	}
-	r.span.End(out)
-	return &res, out
+	r.res = res
+	r.mu.Unlock()
+	r.b.tr.EndRun(r.span, r.ar, res.Final, out)
+	return res, out
 }
 
-// runError is the error End returns when Eino's error hides the budget's
+// runError is the error End returns when Eino's error hides the run's
 // stop: errors.As finds the stop, errors.Is both.
 type runError struct {
 	stop *deadline.StopError
@@ -272,31 +247,21 @@ func (e *runError) Error() string {
 
 func (e *runError) Unwrap() []error { return []error{e.stop, e.err} }
 
-// Timeout reports true: the budget stopped the run.
-func (e *runError) Timeout() bool { return true }
+// Timeout reports whether a stop of the budget ended the run.
+func (e *runError) Timeout() bool { return e.stop.Reason.Budget() }
 
 // ErrorType is the stop's reason, for error.type.
 func (e *runError) ErrorType() string { return e.stop.ErrorType() }
-
-// errorType returns the low-cardinality error.type of err.
-func errorType(err error) string {
-	var stop *deadline.StopError
-	switch {
-	case errors.As(err, &stop):
-		return stop.ErrorType()
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	}
-	return "_OTHER"
-}
 
 // Run runs agent once on msgs through an adk.Runner under d (zero: ctx's
 // deadline), as [Budget.Start] and [Run.End] describe, and returns the
 // agent's answer: its last assistant message without tool calls. The agent's
 // model must be this Budget's [Budget.Model] and its tools' middleware
 // [Budget.ToolMiddleware] for the calls to be budgeted; Run does not check.
+//
+// An adk.ChatModelAgent is not safe for concurrent runs (Eino's own data
+// race, with or without this package): build one per run, or run one at a
+// time; the Budget itself may be shared.
 //
 // Run returns as soon as the run is over, without waiting for Eino to
 // unwind: when Eino's events end, when the budget stops a call with the
@@ -325,6 +290,12 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 	it := adk.NewRunner(ctx, adk.RunnerConfig{Agent: agent}).Run(ctx, msgs, opts...)
 	go func() {
 		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				o = outcome{err: fmt.Errorf("otelbudgeteino: reading the agent's events panicked: %v", v)}
+			}
+			done <- o
+		}()
 		for {
 			ev, ok := it.Next()
 			if !ok {
@@ -350,7 +321,6 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 		if o.err != nil {
 			o.answer = nil
 		}
-		done <- o
 	}()
 	timer := time.NewTimer(run.d.Remaining())
 	defer timer.Stop()
@@ -371,12 +341,12 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 		if o, ok := finished(); ok {
 			return run.End(o.answer, o.err)
 		}
-		return run.End(nil, run.stop())
+		return run.End(nil, run.ar.Stop())
 	case <-timer.C:
 		if o, ok := finished(); ok {
 			return run.End(o.answer, o.err)
 		}
-		if stop := run.stop(); stop != nil {
+		if stop := run.ar.Stop(); stop != nil && stop.Reason.Budget() {
 			return run.End(nil, stop) // the stop that ended the run, if the timer won the race
 		}
 		// A call whose lease has ended may not have returned yet: the stop
@@ -391,16 +361,12 @@ func (b *Budget) Run(ctx context.Context, d deadline.Deadline, agent adk.Agent, 
 }
 
 // The deadline.* attributes this package adds to the GenAI spans, beside the
-// observer's (docs/attributes.md).
+// observer's (docs/attributes.md): agentrun's, the same for every framework.
 const (
-	// AttrAbandoned is true on an execute_tool span whose tool did not
-	// return within its lease, nor within Config.AbandonGrace after it,
-	// and was abandoned: the run went on without it. Absent otherwise.
-	AttrAbandoned = attribute.Key("deadline.abandoned")
-	// AttrAbandonedTools counts, on the invoke_agent span, the tool calls
-	// of the run that were abandoned; absent when none.
-	AttrAbandonedTools = attribute.Key("deadline.run.abandoned_tools")
-	// AttrFinalCall is true on the chat span of the final model call, the
-	// one made in the reserve without tools; absent otherwise.
-	AttrFinalCall = attribute.Key("deadline.agent.final_call")
+	// AttrAbandoned is agentrun.AttrToolAbandoned.
+	AttrAbandoned = agentrun.AttrToolAbandoned
+	// AttrAbandonedTools is agentrun.AttrAbandonedTools.
+	AttrAbandonedTools = agentrun.AttrAbandonedTools
+	// AttrFinalCall is agentrun.AttrFinalCall.
+	AttrFinalCall = agentrun.AttrFinalCall
 )

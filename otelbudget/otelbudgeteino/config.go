@@ -48,6 +48,13 @@ type Config struct {
 	// cannot finish ends with the typed stop. Must be >= 0.
 	Reserve time.Duration
 
+	// ModelNeed is how long a model call is known to take, for the
+	// reserve rule before the run has seen one: a normal model call starts
+	// only when the longer of ModelNeed and the longest model call of the
+	// run so far fits in what is left above the floor and the reserve;
+	// otherwise the final call is made now. 0: learned only. Must be >= 0.
+	ModelNeed time.Duration
+
 	// AbandonGrace is how long a tool call whose lease has ended is given
 	// to return before it is abandoned (its goroutine left running, its
 	// result discarded, the abandonment reported). 0: 1ms. Must be >= 0.
@@ -94,6 +101,9 @@ func (c Config) validate() error {
 	}
 	if c.Reserve < 0 {
 		return &deadline.PolicyError{Field: "Config.Reserve", Value: c.Reserve, Allowed: ">= 0"}
+	}
+	if c.ModelNeed < 0 {
+		return &deadline.PolicyError{Field: "Config.ModelNeed", Value: c.ModelNeed, Allowed: ">= 0"}
 	}
 	if c.AbandonGrace < 0 {
 		return &deadline.PolicyError{Field: "Config.AbandonGrace", Value: c.AbandonGrace, Allowed: ">= 0"}

@@ -37,18 +37,26 @@
 // model call is the final one: it runs in the reserve, without tools, so the
 // model answers with what it has.
 //
+// # One shape
+//
+// What a run looks like is package otelbudget/agentrun's, the same for
+// every framework (Genkit's adapter is otelbudget/otelbudgetgenkit): the
+// step names ("chat {model}", "execute_tool {tool}"), the spans, the
+// deadline.* keys, the reserve rule, the tool runner (a tool's panic never
+// crashes the host: before abandonment it is raised again on Eino's
+// goroutine, which Eino recovers into its own "panic error", as for a tool
+// not wrapped; after, it is recorded and reported), the [Result] and the
+// transport recipe ([Budget.Transport]).
+//
 // # Spans
 //
-// Eino's core emits no OpenTelemetry spans (its callbacks are a hook for
-// tracers such as eino-ext's; none ships in eino), so these spans are the
-// run's GenAI spans, in the semantic conventions pinned by package
-// otelbudget/genai ([genai.ConventionsVersion]): the run is
-// "invoke_agent {agent}" (otelbudget.Observer.StartRun, with the run's
-// deadline.* attributes), each model call "chat {model}" and each tool call
-// "execute_tool {tool}": the observer's call span of that step, so the
-// deadline.* attributes of the call (budget, floor, remaining, attempts, stop
-// reason, verdict) sit beside gen_ai.operation.name, gen_ai.provider.name,
-// gen_ai.request.model, gen_ai.tool.name and gen_ai.tool.call.id, and the
-// observer's attempt spans below them carry the leases. docs/attributes.md
-// lists them.
+// Eino's core emits no OpenTelemetry spans, so these are the run's GenAI
+// spans, in the semantic conventions pinned by package otelbudget/genai
+// ([genai.ConventionsVersion]): the run is "invoke_agent {agent}"
+// (otelbudget.Observer.StartRun, with the run's deadline.* attributes);
+// each model call is the call span "chat {model}" with the call's deadline.*
+// attributes and one CLIENT "chat {model}" span per attempt with the GenAI
+// chat keys and the attempt's (the HTTP requests below it); each tool call
+// the call span "execute_tool {tool}" with one INTERNAL "execute_tool
+// {tool}" span per attempt. docs/attributes.md lists them.
 package otelbudgeteino

@@ -3,15 +3,15 @@ package otelbudgeteino
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
+	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
 // Model wraps m so that each of its calls made under a run ([Budget.Start],
@@ -105,79 +105,75 @@ func (m *budgetModel) Stream(ctx context.Context, input []*schema.Message, opts 
 	return schema.StreamReaderFromArray([]*schema.Message{msg}), nil
 }
 
-// callHooks returns the hooks that give the observer's call span of a step
-// its GenAI attributes, and keep the span for the attempt to add what the
-// answer says.
-// With a tool (not nil), the context below the span carries it
-// (genai.ContextWithToolCall), for an MCP client to find.
-func (b *Budget) callHooks(p deadline.Policy, attrs []attribute.KeyValue, span *trace.Span, tool *genai.ToolCall) *deadline.Hooks {
-	own := &deadline.Hooks{CallStart: func(ctx context.Context, _ deadline.CallInfo) context.Context {
-		s := trace.SpanFromContext(ctx)
-		s.SetAttributes(attrs...)
-		*span = s
-		if tool != nil {
-			tc := *tool
-			tc.Span = s
-			return genai.ContextWithToolCall(ctx, tc)
-		}
-		return nil
-	}}
-	return deadline.Compose(b.obs.Hooks(), own, p.Hooks)
-}
-
 func (b *Budget) callModel(ctx context.Context, r *Run, call func(context.Context, bool) (*schema.Message, error)) (*schema.Message, error) {
+	final := r.ar.NextModelCall(b.model.Floor)
 	p := b.model
-	final := r.final.Load()
-	if !final && b.cfg.Reserve > 0 {
-		if r.d.Remaining() <= p.Floor+b.cfg.Reserve {
-			final = true // no room for another turn above the reserve
-			r.final.Store(true)
-		} else {
-			p.Floor += b.cfg.Reserve
-		}
-	}
-	attrs := genai.ChatAttributes(b.cfg.Provider, b.cfg.ModelName)
-	if final {
-		attrs = append(attrs, AttrFinalCall.Bool(true))
-	}
-	span := trace.SpanFromContext(context.Background()) // a no-op span until CallStart
-	p.Hooks = b.callHooks(p, attrs, &span, nil)
+	p.Floor = r.ar.ModelFloor(p.Floor, final)
+	p.Hooks = deadline.Compose(b.tr.Hooks(), p.Hooks)
 	defer r.enter(p.Name)()
-	msg, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, _ deadline.AttemptInfo) (*schema.Message, error) {
+	msg, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (*schema.Message, error) {
+		if info.Number == 1 {
+			r.ar.ModelCallStarted()
+		}
 		// The model call is waited for, never abandoned: model clients
 		// run Eino's callbacks themselves (eino-ext's do), and a callback
 		// fired after the run has ended sends to the agent's closed event
 		// generator, which panics. The lease's context ends the call: an
 		// HTTP model client returns as soon as it is canceled.
-		a := &answer{}
-		msg, err := call(withAnswer(ctx, a), final)
+		start := time.Now()
+		ctx, span := b.tr.StartChat(ctx, final)
+		defer span.End()
+		ctx, a := agentrun.WithAnswer(ctx)
+		msg, err := call(ctx, final)
+		if err == nil && msg == nil {
+			err = errors.New("otelbudgeteino: the model returned neither a message nor an error")
+		}
 		if err != nil {
-			return nil, a.classify(err)
+			err = a.Classify(err)
+			agentrun.RecordError(span, err)
+			return nil, err
 		}
-		if msg == nil {
-			return nil, errors.New("otelbudgeteino: the model returned neither a message nor an error")
-		}
-		span.SetAttributes(responseAttributes(msg)...)
+		agentrun.RecordResponse(span, responseOf(msg))
+		r.ar.ModelCallDone(time.Since(start))
 		return msg, nil
 	})
-	if err != nil {
-		r.endsRun(err)
-		return nil, err
+	if err == nil {
+		r.resetRetries()
+		return msg, nil
 	}
-	r.resetRetries()
-	return msg, nil
+	if stop, ok := errors.AsType[*deadline.StopError](err); ok && stop.Reason.Budget() && !final && b.cfg.Reserve > 0 {
+		// The budget cut a normal call: the reserve pays for the final
+		// one, now.
+		r.ar.NoteStop(err)
+		r.ar.SetFinal()
+		return b.callModel(ctx, r, call)
+	}
+	r.endsRun(err)
+	return nil, err
 }
 
-// responseAttributes reads what the conventions record of a model's answer.
-func responseAttributes(msg *schema.Message) []attribute.KeyValue {
-	var attrs []attribute.KeyValue
-	if rm := msg.ResponseMeta; rm != nil {
-		if rm.FinishReason != "" {
-			attrs = append(attrs, genai.ResponseFinishReasonsKey.StringSlice([]string{rm.FinishReason}))
-		}
-		if u := rm.Usage; u != nil {
-			attrs = append(attrs, genai.UsageInputTokensKey.Int(u.PromptTokens), genai.UsageOutputTokensKey.Int(u.CompletionTokens))
+// einoExtOpenAIRequestID is the key under which eino-ext's OpenAI model
+// keeps the response's id in schema.Message.Extra.
+const einoExtOpenAIRequestID = "openai-request-id"
+
+// responseOf reads what the conventions record of a model's answer: each
+// part only when the provider returned it.
+func responseOf(msg *schema.Message) agentrun.Response {
+	var resp agentrun.Response
+	// eino-ext's OpenAI model keeps the response's id in the message's
+	// Extra; it keeps no response model.
+	if v, ok := msg.Extra[einoExtOpenAIRequestID]; ok {
+		if id := fmt.Sprint(v); id != "" {
+			resp.ID = id
 		}
 	}
-	return attrs
+	if rm := msg.ResponseMeta; rm != nil {
+		if rm.FinishReason != "" {
+			resp.FinishReasons = []string{rm.FinishReason}
+		}
+		if u := rm.Usage; u != nil {
+			resp.InputTokens, resp.OutputTokens = u.PromptTokens, u.CompletionTokens
+		}
+	}
+	return resp
 }

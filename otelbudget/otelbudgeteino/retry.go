@@ -79,10 +79,7 @@ func (r *Run) grantRetry(err error) bool {
 	r.retryMu.Lock()
 	defer r.retryMu.Unlock()
 	r.retryN++
-	floor := b.model.Floor
-	if !r.final.Load() {
-		floor += b.cfg.Reserve
-	}
+	floor := r.ar.ModelFloor(b.model.Floor, r.ar.Final())
 	wait, asked := deadline.RetryAfterOf(err)
 	if !asked {
 		wait = b.model.Backoff.Delay(r.retryN, b.model.Rand)

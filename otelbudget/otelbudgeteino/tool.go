@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
 // ToolMiddleware returns the middleware that puts each tool call of a run
@@ -98,7 +96,7 @@ func (b *Budget) toolPolicy(name string) (deadline.Policy, bool) {
 	if ok && tp.Policy.MaxAttempts != 0 {
 		p = tp.Policy
 	}
-	p.Name = genai.ExecuteToolSpanName(name)
+	p.Name = agentrun.ToolStep(name)
 	if !tp.ReadOnly {
 		p.Retryable = func(error) bool { return false }
 	}
@@ -107,17 +105,20 @@ func (b *Budget) toolPolicy(name string) (deadline.Policy, bool) {
 
 func (b *Budget) callTool(ctx context.Context, r *Run, in *compose.ToolInput, call func(context.Context) (string, error)) (string, error) {
 	p, _ := b.toolPolicy(in.Name)
-	p.Floor += b.cfg.Reserve
-	span := trace.SpanFromContext(context.Background())
-	p.Hooks = b.callHooks(p, genai.ExecuteToolAttributes(in.Name, in.CallID, genai.ToolTypeFunction), &span, &genai.ToolCall{Name: in.Name, CallID: in.CallID})
+	p.Floor = r.ar.ToolFloor(p.Floor)
+	p.Hooks = deadline.Compose(b.tr.Hooks(), p.Hooks)
 	defer r.enter(p.Name)()
 	s, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
-		start := time.Now()
-		s, abandoned, err := abandonable(ctx, b.grace, call)
-		if abandoned {
-			span.SetAttributes(AttrAbandoned.Bool(true))
-			r.abandon(Abandoned{Tool: in.Name, CallID: in.CallID, After: time.Since(start)})
+		ctx, span := b.tr.StartTool(ctx, in.Name, in.CallID, "")
+		defer span.End()
+		s, _, err := agentrun.CallTool(ctx, r.ar, agentrun.ToolCall{Name: in.Name, CallID: in.CallID, Lease: a.Granted, Span: span}, call)
+		if pe, ok := errors.AsType[*agentrun.PanicError](err); ok {
+			// Raised again on Eino's goroutine, which recovers it into
+			// its own "panic error", as it does for a tool not wrapped.
+			agentrun.RecordError(span, pe)
+			panic(pe.Value)
 		}
+		agentrun.RecordError(span, err)
 		return s, err
 	})
 	if err == nil {
@@ -125,8 +126,8 @@ func (b *Budget) callTool(ctx context.Context, r *Run, in *compose.ToolInput, ca
 	}
 	var stop *deadline.StopError
 	if b.cfg.Reserve > 0 && errors.As(err, &stop) && stop.Reason.Budget() {
-		r.recordStop(err)
-		r.final.Store(true)
+		r.ar.NoteStop(err)
+		r.ar.SetFinal()
 		return fmt.Sprintf("The tool %s was stopped before it finished (%s): the run's time is nearly spent. Answer now with what you have.", in.Name, stop.Reason), nil
 	}
 	r.endsRun(err)

@@ -3,8 +3,6 @@ package otelbudgeteino
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,80 +51,6 @@ func TestStartNeedsADeadline(t *testing.T) {
 	res, err := run.End(nil, nil)
 	require.NoError(t, err)
 	assert.Nil(t, res.Answer)
-}
-
-// A tool that returns within the grace after its lease is not abandoned;
-// one that ignores its context is, and its result is discarded.
-func TestAbandonable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		v, abandoned, err := abandonable(ctx, time.Millisecond, func(ctx context.Context) (string, error) {
-			<-ctx.Done()
-			return "", ctx.Err()
-		})
-		assert.False(t, abandoned)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Empty(t, v)
-
-		start := time.Now()
-		v, abandoned, err = abandonable(ctx, time.Millisecond, func(context.Context) (string, error) {
-			time.Sleep(time.Second)
-			return "late", nil
-		})
-		assert.True(t, abandoned)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Empty(t, v)
-		assert.Equal(t, time.Millisecond, time.Since(start), "returned after the grace, not the tool")
-		time.Sleep(time.Second) // the abandoned tool finishes
-	})
-}
-
-// The transport tells a model call what the provider's answer said.
-func TestTransportClassifies(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/429":
-			w.Header().Set("Retry-After-Ms", "250")
-			w.Header().Set("Retry-After", "3")
-			w.WriteHeader(http.StatusTooManyRequests)
-		case "/503-no":
-			w.Header().Set("X-Should-Retry", "false")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case "/400":
-			w.WriteHeader(http.StatusBadRequest)
-		case "/azure":
-			w.Header().Set("X-Ms-Retry-After-Ms", "40")
-			w.WriteHeader(529)
-		}
-	}))
-	defer srv.Close()
-	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	b, err := New(Config{})
-	require.NoError(t, err)
-	c := &http.Client{Transport: b.Transport(nil)}
-	base := errors.New("provider error")
-	for path, want := range map[string]struct {
-		retryable bool
-		wait      time.Duration
-	}{
-		"/429": {true, 250 * time.Millisecond}, "/503-no": {false, 0}, "/400": {false, 0}, "/azure": {true, 40 * time.Millisecond},
-	} {
-		a := &answer{}
-		req, err := http.NewRequestWithContext(withAnswer(context.Background(), a), http.MethodPost, srv.URL+path, nil)
-		require.NoError(t, err)
-		resp, err := c.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		got := a.classify(base)
-		assert.ErrorIs(t, got, base, path)
-		assert.Equal(t, want.retryable, deadline.IsRetryable(got), path)
-		wait, ok := deadline.RetryAfterOf(got)
-		assert.Equal(t, want.wait != 0, ok, path)
-		assert.Equal(t, want.wait, wait, path)
-	}
-	// No answer (a transport error, the lease): unchanged.
-	assert.Equal(t, base, (&answer{}).classify(base))
 }
 
 // Eino's retry, made budget-aware: no retry of a context error or of the

@@ -10,17 +10,15 @@ import (
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/otelbudget"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
-// DefaultModelStep is the step name of model calls when
-// [Config.ModelPolicy] has none.
+// DefaultModelStep is the operation of the model calls' step: the step
+// itself is "chat {model}" (agentrun.ChatStep), the same for every
+// framework.
 const DefaultModelStep = "chat"
 
 // FinalPrompt is the text of the user message appended to the final model
@@ -54,25 +52,21 @@ type Config struct {
 	// Zero: the context must carry one ([ErrNoBudget]).
 	Budget time.Duration
 
-	// ModelPolicy is the policy of each model call: its step name (default
-	// [DefaultModelStep]), floor and hooks are the call's, which is one
-	// attempt leased the time left less the floor (and the reserve). The
-	// policy, with Floor 0 (the call's lease already keeps it) and Name
-	// "{step} http", is handed to the HTTP request under it
-	// (deadlinehttp.WithRequestPolicy): a deadlinehttp.Transport under the
-	// provider's SDK makes its MaxAttempts, each under the ceiling
-	// (AttemptTimeout, Ceiling), with Backoff and Retry-After waits, all
-	// within the call's lease, under the transport's rules (a POST is
-	// retried when the provider answers that it did not act on it, as
-	// OpenAI's x-should-retry does with a 429, or when it carries an
-	// Idempotency-Key). Without such a transport, MaxAttempts and the
-	// ceiling have no effect.
-	// MaxAttempts 0 takes deadline.DefaultPolicy()'s MaxAttempts, and its
-	// Floor and Backoff where those are zero.
+	// ModelPolicy is the policy of each model call, as for every
+	// framework (agentrun): its Name is replaced by the step, "chat
+	// {model}"; each attempt is leased out of the run's deadline (its
+	// floor raised by the reserve but for the final call), under its
+	// ceiling (AttemptTimeout, Ceiling), and retried, after Backoff or the
+	// wait the provider asked for, when the provider's answer allows it:
+	// the model plugin's HTTP client must use [Transport] (with the SDK's
+	// own retries off) for the answer to be read. MaxAttempts 0 takes
+	// deadline.DefaultPolicy()'s MaxAttempts, and its Floor and Backoff
+	// where those are zero.
 	ModelPolicy deadline.Policy
 
 	// ToolPolicy is the policy of each tool call of a tool without one of
-	// its own ([WithToolPolicy]); its Name is replaced by the tool's name.
+	// its own ([WithToolPolicy]); its Name is replaced by the step,
+	// "execute_tool {tool}".
 	// MaxAttempts above 1 applies only to tools marked [ReadOnly] or
 	// [Idempotent]; the others get one attempt. The zero Policy means
 	// deadline.DefaultPolicy().
@@ -86,6 +80,13 @@ type Config struct {
 	// budget, and returns its answer (with [Result.Stop] set). Zero: no
 	// final call; a stop ends the run with the stop. Must be >= 0.
 	Reserve time.Duration
+
+	// ModelNeed is how long a model call is known to take, for the reserve
+	// rule before the run has seen one: a normal model call starts only
+	// when the longer of ModelNeed and the longest model call of the run
+	// so far fits in what is left above the floor and the reserve;
+	// otherwise the final call is made now. 0: learned only. Must be >= 0.
+	ModelNeed time.Duration
 
 	// Observer records the spans and metrics; nil means otelbudget.New()
 	// (the global providers).
@@ -102,8 +103,7 @@ type Config struct {
 type Agent struct {
 	cfg         Config
 	obs         *otelbudget.Observer
-	hooks       *deadline.Hooks
-	tracer      trace.Tracer
+	tr          *agentrun.Tracing
 	modelPolicy deadline.Policy
 	toolPolicy  deadline.Policy
 	modelName   string
@@ -126,9 +126,6 @@ func New(cfg Config) (*Agent, error) {
 	if mp.MaxAttempts == 0 {
 		mp = withDefaults(mp)
 	}
-	if mp.Name == "" {
-		mp.Name = DefaultModelStep
-	}
 	if err := mp.Validate(); err != nil {
 		return nil, fmt.Errorf("otelbudgetgenkit: Config.ModelPolicy: %w", err)
 	}
@@ -140,18 +137,15 @@ func New(cfg Config) (*Agent, error) {
 	if obs == nil {
 		obs = otelbudget.New()
 	}
-	a := &Agent{
-		cfg:         cfg,
-		obs:         obs,
-		hooks:       obs.ClientHooks(),
-		tracer:      obs.RPCClientTracerProvider().Tracer(ScopeName, trace.WithInstrumentationVersion(otelbudget.Version())),
-		modelPolicy: mp,
-		toolPolicy:  tp,
-		modelName:   cfg.Model,
+	if cfg.ModelNeed < 0 {
+		return nil, fmt.Errorf("otelbudgetgenkit: Config.ModelNeed is %v: it must be >= 0", cfg.ModelNeed)
 	}
+	a := &Agent{cfg: cfg, obs: obs, modelPolicy: mp, toolPolicy: tp, modelName: cfg.Model}
 	if _, name, ok := strings.Cut(cfg.Model, "/"); ok {
 		a.modelName = name
 	}
+	a.modelPolicy.Name = agentrun.ChatStep(a.modelName)
+	a.tr = agentrun.NewTracing(obs, cfg.Provider, a.modelName)
 	return a, nil
 }
 
@@ -181,64 +175,31 @@ func toolPolicyOf(p deadline.Policy, field string) (deadline.Policy, error) {
 	return p, nil
 }
 
-// Result is what a run produced. [Agent.Run] returns one with every error
-// but a configuration error.
-type Result struct {
-	// Response is the run's answer when Run's error is nil. When the run
-	// stopped, it is the last model response received (nil if none): what
-	// the run has, not an answer.
-	Response *ai.ModelResponse
-	// Stop is the stop that cut the run short, when the reserve's final
-	// model call answered in its place (Response is that answer); nil when
-	// the run completed, and when Run returns the stop as its error.
-	Stop *deadline.StopError
-	// Abandoned lists the tool calls whose function did not return when
-	// their lease ended: the run went on without them; their goroutines
-	// finish on their own.
-	Abandoned []AbandonedTool
-	// ModelCalls and ToolCalls count the calls started (attempts are
-	// counted on the spans).
-	ModelCalls, ToolCalls int
-
-	tools *sync.WaitGroup
-}
-
-// WaitTools blocks until every tool function the run started has returned,
-// the abandoned ones included (a program that shuts down waits here for
-// them, a test to leave no goroutine behind). It returns at once when none
-// is running; a nil Result has none.
-func (r *Result) WaitTools() {
-	if r != nil && r.tools != nil {
-		r.tools.Wait()
-	}
-}
+// Result is what a run gives back besides its error: the answer (Genkit's
+// last response), whether it came from the final call in the reserve, the
+// stop, the abandoned tools, the calls made, and WaitTools. The shape is
+// agentrun's, shared by every framework: see [agentrun.Result] for each
+// field's contract.
+type Result = agentrun.Result[*ai.ModelResponse]
 
 // AbandonedTool is a tool call the run stopped waiting for.
-type AbandonedTool struct {
-	Tool   string        // the tool's name
-	CallID string        // the model's id of the call, "" when unknown
-	Lease  time.Duration // the lease it ran out
-}
+type AbandonedTool = agentrun.Abandoned
 
 // runKey is the context key of a run's state.
 type runKey struct{}
 
 // run is the state of one Run, shared by its middleware and tools.
 type run struct {
-	a *Agent
-	d deadline.Deadline
+	a  *Agent
+	d  deadline.Deadline
+	ar *agentrun.Run
 
-	mu         sync.Mutex
-	stop       *deadline.StopError
-	abandoned  []AbandonedTool
-	finalUsed  bool
-	next       ai.ModelFunc
-	lastReq    *ai.ModelRequest
-	lastResp   *ai.ModelResponse
-	pending    map[string][]pendingCall // tool name -> tool requests of the last response
-	modelCalls int
-	toolCalls  int
-	tools      sync.WaitGroup // the tool functions' goroutines
+	mu        sync.Mutex
+	finalUsed bool
+	next      ai.ModelFunc
+	lastReq   *ai.ModelRequest
+	lastResp  *ai.ModelResponse
+	pending   map[string][]pendingCall // tool name -> tool requests of the last response
 }
 
 type pendingCall struct {
@@ -251,20 +212,7 @@ func runOf(ctx context.Context) *run {
 	return r
 }
 
-// noteStop keeps the first budget stop of the run.
-func (r *run) noteStop(s *deadline.StopError) {
-	r.mu.Lock()
-	if r.stop == nil {
-		r.stop = s
-	}
-	r.mu.Unlock()
-}
-
-func (r *run) firstStop() *deadline.StopError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stop
-}
+func (r *run) firstStop() *deadline.StopError { return r.ar.Stop() }
 
 // Run runs one Genkit generation (genkit.Generate(ctx, g, opts...), with
 // the model [Config.Model] and this package's model middleware) as an
@@ -278,9 +226,12 @@ func (r *run) firstStop() *deadline.StopError {
 // keys) is the parent of every span of the run.
 //
 // The error is nil when the run answered (possibly from the reserve:
-// [Result.Stop]); the *deadline.StopError of the step the budget stopped,
-// itself, whatever Genkit wrapped around it; or Genkit's or a tool's own
-// error unchanged. The options must not set a model or middleware (Genkit
+// Result.Final, Result.Stop); the *deadline.StopError of the step that
+// stopped, itself, whatever Genkit wrapped around it: a stop of the budget
+// (errors.Is context.DeadlineExceeded), retries that ran out
+// (attempts_exhausted, with the attempts made), the caller's cancel
+// (ReasonCanceled, errors.Is context.Canceled); or Genkit's or a tool's own
+// error unchanged (a tool's panic is Genkit's INTERNAL *core.GenkitError). The options must not set a model or middleware (Genkit
 // refuses either twice: use [Config.Model], [Config.Middleware]).
 func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOption) (*Result, error) {
 	if ctx == nil {
@@ -296,15 +247,11 @@ func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOp
 		}
 		d = deadline.New(a.cfg.Budget)
 	}
-	attrs := genai.InvokeAgentAttributes(a.cfg.Provider, a.cfg.Agent)
-	attrs = append(attrs, genai.RequestModelKey.String(a.modelName))
-	if a.cfg.Reserve > 0 {
-		attrs = append(attrs, AttrReserveMs.Int64(a.cfg.Reserve.Round(time.Millisecond).Milliseconds()))
-	}
-	ctx, span := a.obs.StartRun(ctx, genai.InvokeAgentSpanName(a.cfg.Agent), d, trace.WithAttributes(attrs...))
+	caller := ctx
+	r := &run{a: a, d: d, ar: agentrun.NewRun(d, agentrun.Config{Reserve: a.cfg.Reserve, ModelNeed: a.cfg.ModelNeed, Grace: AbandonGrace})}
+	ctx, span := a.tr.StartRun(ctx, r.ar, a.cfg.Agent)
 	ctx, cancel := d.Scope(ctx)
 	defer cancel()
-	r := &run{a: a, d: d}
 	ctx = context.WithValue(ctx, runKey{}, r)
 
 	mws := append([]ai.ModelMiddleware{r.middleware}, a.cfg.Middleware...)
@@ -313,10 +260,17 @@ func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOp
 	all = append(all, opts...)
 	resp, err := genkit.Generate(ctx, g, all...)
 
-	res := &Result{tools: &r.tools}
 	stop := r.firstStop()
 	switch {
-	case err == nil && resp != nil && resp.FinishReason == ai.FinishReasonInterrupted && stop != nil:
+	case err != nil && caller.Err() != nil && errors.Is(context.Cause(caller), context.Canceled):
+		// The caller's cancel, whatever Genkit wrapped it in (a tool's
+		// "canceled by the caller" is a GenkitError that hides it).
+		if stop == nil || stop.Reason != deadline.ReasonCanceled {
+			stop = agentrun.CanceledStop(caller, a.modelPolicy.Name, d.Remaining(), err)
+			r.ar.NoteStop(stop)
+		}
+		resp, err = nil, stop
+	case err == nil && resp != nil && resp.FinishReason == ai.FinishReasonInterrupted && stop != nil && stop.Reason.Budget():
 		// A tool was stopped by the budget: Genkit returned the turn as
 		// interrupted (DefineTool's tools interrupt on a stop).
 		resp, err = r.afterToolStop(ctx, resp, stop)
@@ -325,41 +279,17 @@ func (a *Agent) Run(ctx context.Context, g *genkit.Genkit, opts ...ai.GenerateOp
 		err = stop
 	}
 	r.mu.Lock()
-	res.Abandoned = append([]AbandonedTool(nil), r.abandoned...)
-	res.ModelCalls, res.ToolCalls = r.modelCalls, r.toolCalls
 	final := r.finalUsed
-	last := r.lastResp
 	r.mu.Unlock()
-	if err == nil {
-		res.Response = resp
-		if final {
-			res.Stop = stop
-		}
-	} else {
-		res.Response = last
-	}
-	recordRun(span.Span(), res, err)
-	span.End(err)
-	return res, err
-}
-
-// recordRun sets the run span's own attributes.
-func recordRun(s trace.Span, res *Result, err error) {
-	kvs := []attribute.KeyValue{
-		AttrModelCalls.Int(res.ModelCalls),
-		AttrToolCalls.Int(res.ToolCalls),
-	}
-	if len(res.Abandoned) > 0 {
-		kvs = append(kvs, AttrToolsAbandoned.Int(len(res.Abandoned)))
-	}
-	if res.Stop != nil {
-		kvs = append(kvs, AttrReserveAnswered.Bool(true))
-	}
 	if err != nil {
-		kvs = append(kvs, genai.ErrorTypeKey.String(errorType(err)))
-		s.SetStatus(codes.Error, err.Error())
+		resp = nil
 	}
-	s.SetAttributes(kvs...)
+	res := agentrun.NewResult(r.ar, resp, err == nil && final, nil)
+	if err != nil || final {
+		res.Stop = r.firstStop()
+	}
+	a.tr.EndRun(span, r.ar, res.Final, err)
+	return res, err
 }
 
 // afterToolStop finishes a run whose tool turn the budget stopped: with a

@@ -1,28 +1,26 @@
 package otelbudgetgenkit
 
-import "go.opentelemetry.io/otel/attribute"
+import "github.com/deadlinebudget/budget/otelbudget/agentrun"
 
-// The attribute keys of this package's own, beside the GenAI keys (package
-// otelbudget/genai) and otelbudget's deadline.* keys on the same spans;
-// docs/attributes.md lists them.
+// The deadline.* keys an agent run adds beside the GenAI keys (package
+// otelbudget/genai) and otelbudget's: agentrun's, the same for every
+// framework; docs/attributes.md lists them.
 const (
-	// AttrReserveMs is the run's reserve ([Config.Reserve]) in
-	// milliseconds, on the invoke_agent span; absent without one.
-	AttrReserveMs = attribute.Key("deadline.reserve_ms")
-	// AttrReserveFinal is true on the chat span of the final model call
-	// the reserve paid for.
-	AttrReserveFinal = attribute.Key("deadline.reserve.final")
-	// AttrReserveAnswered is true on the invoke_agent span of a run the
-	// budget cut short that answered from the reserve.
-	AttrReserveAnswered = attribute.Key("deadline.reserve.answered")
-	// AttrToolAbandoned is true on an execute_tool span whose tool did not
-	// return when its lease ended: the run went on without it.
-	AttrToolAbandoned = attribute.Key("deadline.tool.abandoned")
-	// AttrToolsAbandoned counts, on the invoke_agent span, the tool calls
-	// the run abandoned; absent when none.
-	AttrToolsAbandoned = attribute.Key("deadline.tools_abandoned")
-	// AttrModelCalls and AttrToolCalls count, on the invoke_agent span,
-	// the model and tool calls the run started.
-	AttrModelCalls = attribute.Key("deadline.model_calls")
-	AttrToolCalls  = attribute.Key("deadline.tool_calls")
+	// AttrReserveMs is agentrun.AttrReserveMs.
+	AttrReserveMs = agentrun.AttrReserveMs
+	// AttrFinalCall is agentrun.AttrFinalCall, on the final call's chat
+	// span.
+	AttrFinalCall = agentrun.AttrFinalCall
+	// AttrReserveFinal is AttrFinalCall, under its earlier name.
+	AttrReserveFinal = agentrun.AttrFinalCall
+	// AttrReserveAnswered is agentrun.AttrFinalAnswer, on the invoke_agent
+	// span of a run the final call answered.
+	AttrReserveAnswered = agentrun.AttrFinalAnswer
+	// AttrToolAbandoned is agentrun.AttrToolAbandoned.
+	AttrToolAbandoned = agentrun.AttrToolAbandoned
+	// AttrAbandonedTools is agentrun.AttrAbandonedTools.
+	AttrAbandonedTools = agentrun.AttrAbandonedTools
+	// AttrModelCalls and AttrToolCalls are agentrun's.
+	AttrModelCalls = agentrun.AttrModelCalls
+	AttrToolCalls  = agentrun.AttrToolCalls
 )

@@ -12,25 +12,33 @@
 //     the "invoke_agent {agent}" span, and calls genkit.Generate with a model
 //     middleware (ai.WithMiddleware) of its own;
 //   - the middleware runs every model call under [deadline.Do] with
-//     [Config.ModelPolicy]: a lease, refusal below the floor (so no turn
-//     starts with less than the floor left), a "chat {model}" span. The
-//     HTTP request under it gets the same policy through
-//     deadlinehttp.WithRequestPolicy, so a deadlinehttp.Transport under the
-//     provider's SDK retries a 429 within the budget, honouring Retry-After;
+//     [Config.ModelPolicy]: a lease per attempt, refusal below the floor (so
+//     no turn starts with less than the floor left), a "chat {model}" call
+//     span with one CLIENT span per attempt; a 429 is retried within the
+//     budget, after the provider's retry-after-ms, when the model plugin's
+//     HTTP client uses [Transport];
 //   - tools defined with [DefineTool] run every call under [deadline.Do] with
 //     [Config.ToolPolicy] (or the tool's own, [WithToolPolicy]): a lease,
 //     refusal below the floor, retries only for tools marked [ReadOnly] or
 //     [Idempotent], an "execute_tool {tool}" span. A tool that does not
 //     return when its lease ends is abandoned (its goroutine is left to
-//     finish, reported in [Result.Abandoned] and on its span), so the run
-//     does not wait for it;
+//     finish, reported in Result.Abandoned and on its span), so the run
+//     does not wait for it; a tool's panic never crashes the host (Genkit
+//     alone does not recover it): it is the tool's error, which Genkit
+//     wraps in its INTERNAL *core.GenkitError;
 //   - a step stopped by the budget ends the run with that step's
 //     *[deadline.StopError] (errors.Is context.DeadlineExceeded, errors.As
 //     *deadline.StopError, Name the step), returned by Run itself, so
 //     nothing Genkit wraps hides it. With [Config.Reserve], tools and model
 //     calls leave that much untouched, and when the budget stops a step
 //     the run spends the reserve on one final model call without tools, so
-//     that it returns an answer ([Result.Stop] says why it was cut short).
+//     that it returns an answer (Result.Stop says why it was cut short). A
+//     normal model call whose need does not fit above the floor and the
+//     reserve is not started: the final call is made at once.
+//
+// What a run looks like (names, spans, keys, the reserve rule, the
+// [Result]) is package otelbudget/agentrun's, the same for every framework
+// (Eino's adapter is otelbudget/otelbudgeteino).
 //
 // Genkit v1.4.0 emits spans of its own (the "generate" util span and one
 // span per model and tool action, with genkit:* attributes and no GenAI
@@ -48,7 +56,10 @@
 // never download it.
 package otelbudgetgenkit
 
-import "github.com/deadlinebudget/budget/otelbudget/genai"
+import (
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
+	"github.com/deadlinebudget/budget/otelbudget/genai"
+)
 
 // ConventionsVersion is the commit of the GenAI semantic conventions the
 // spans follow ([genai.ConventionsVersion]).
@@ -56,4 +67,4 @@ const ConventionsVersion = genai.ConventionsVersion
 
 // ScopeName is the instrumentation scope of the spans this package starts
 // (the run and call spans are otelbudget's).
-const ScopeName = "github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
+const ScopeName = agentrun.ScopeName

@@ -69,13 +69,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(res.Response.Text())
+	fmt.Println(res.Answer.Text())
 	fmt.Println("cut short by:", res.Stop.Name, res.Stop.Reason, errors.Is(res.Stop, context.DeadlineExceeded))
 	fmt.Println("abandoned:", res.Abandoned[0].Tool, res.Abandoned[0].CallID)
 	fmt.Println("inside the budget:", took < time.Second)
 	// Output:
 	// what I have so far
-	// cut short by: search deadline_exceeded true
+	// cut short by: execute_tool search deadline_exceeded true
 	// abandoned: search call_1
 	// inside the budget: true
 }
@@ -100,8 +100,8 @@ func ExampleAgent_Run_stop() {
 	_, err = agent.Run(run, g, ai.WithPrompt("hi"))
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	fmt.Println(ok, stop.Name, stop.Reason, errors.Is(err, context.DeadlineExceeded))
-	fmt.Println(strings.HasPrefix(err.Error(), "chat: refused"))
+	fmt.Println(strings.HasPrefix(err.Error(), "chat model: refused"))
 	// Output:
-	// true chat refused true
+	// true chat model refused true
 	// true
 }

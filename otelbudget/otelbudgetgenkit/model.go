@@ -7,13 +7,9 @@ import (
 	"time"
 
 	"github.com/firebase/genkit/go/ai"
-	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
-	"github.com/deadlinebudget/budget/otelbudget/genai"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 )
 
 // middleware is the run's ai.ModelMiddleware: Genkit calls it for every
@@ -25,27 +21,29 @@ func (r *run) middleware(next ai.ModelFunc) ai.ModelFunc {
 	return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 		r.mu.Lock()
 		r.lastReq = req
-		final := r.finalUsed
+		used := r.finalUsed
 		r.mu.Unlock()
-		if final {
+		if used {
 			// The final call answered with tool requests anyway and Genkit
 			// ran them: nothing is left to spend.
 			if s := r.firstStop(); s != nil {
 				return nil, s
 			}
 		}
-		resp, err := r.modelCall(ctx, req, cb, next, r.a.cfg.Reserve, false)
+		if r.a.cfg.Reserve > 0 && r.ar.NextModelCall(r.a.modelPolicy.Floor) {
+			// The reserve rule: the call's need does not fit above the
+			// floor and the reserve, so the final call is made now.
+			return r.finalCall(ctx, req, cb, next)
+		}
+		resp, err := r.modelCall(ctx, req, cb, next, false)
 		if err == nil {
 			r.remember(resp)
 			return resp, nil
 		}
-		var stop *deadline.StopError
-		if errors.As(err, &stop) && stop.Reason.Budget() {
-			r.noteStop(stop)
-			if r.a.cfg.Reserve > 0 {
-				return r.finalCall(ctx, req, cb, next)
-			}
-			return nil, stop
+		stop := r.ar.NoteStop(err)
+		if stop != nil && stop.Reason.Budget() && r.a.cfg.Reserve > 0 {
+			r.ar.SetFinal()
+			return r.finalCall(ctx, req, cb, next)
 		}
 		return nil, err
 	}
@@ -80,18 +78,19 @@ func (r *run) finalCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 		return nil, r.firstStop()
 	}
 	r.finalUsed = true
-	stop := r.stop
 	r.mu.Unlock()
+	stop := r.firstStop()
 	final := *req
 	final.Tools = nil
 	final.ToolChoice = ""
 	final.Messages = append(slices.Clone(req.Messages), ai.NewUserTextMessage(FinalPrompt))
-	resp, err := r.modelCall(ctx, &final, cb, next, 0, true)
+	resp, err := r.modelCall(ctx, &final, cb, next, true)
 	if err != nil {
 		var s *deadline.StopError
-		if errors.As(err, &s) && s.Reason.Budget() {
-			return nil, stop
+		if errors.As(err, &s) && s.Reason.Budget() && stop != nil {
+			return nil, stop // the stop that cut the run short, not the final call's
 		}
+		r.ar.NoteStop(err)
 		return nil, err
 	}
 	if resp.Message != nil {
@@ -103,87 +102,52 @@ func (r *run) finalCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelSt
 	return resp, nil
 }
 
-// modelCall runs next once under the model policy, its floor raised by
-// reserve, as the "chat {model}" CLIENT span.
-func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback, next ai.ModelFunc, reserve time.Duration, final bool) (*ai.ModelResponse, error) {
+// modelCall runs next under the model policy, its floor raised by the
+// reserve unless final, in agentrun's shape: the call span "chat {model}"
+// and one CLIENT "chat {model}" span per attempt. An attempt's error is
+// retried when the provider's answer, read by [Transport], allows it.
+func (r *run) modelCall(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback, next ai.ModelFunc, final bool) (*ai.ModelResponse, error) {
 	a := r.a
 	p := a.modelPolicy
-	httpPolicy := p
-	httpPolicy.Name, httpPolicy.Floor = p.Name+" http", 0
-	httpPolicy.LearnedFloor = nil
-	httpPolicy.Hooks = deadline.Compose(p.Hooks, a.hooks)
-	p.Floor += reserve
-	// The call is one attempt bounded by the budget alone: the ceiling,
-	// the retries and their waits are the HTTP request's, inside it.
-	p.MaxAttempts, p.Backoff, p.RetryBudget, p.Hedge = 1, deadline.Backoff{}, nil, nil
-	p.AttemptTimeout, p.Ceiling, p.LearnedFloor = 0, nil, nil
-	p.Hooks = deadline.Compose(p.Hooks, a.hooks)
-	var inner *deadline.StopError // the HTTP request's budget stop
-	catch := &deadline.Hooks{CallEnd: func(_ context.Context, cr deadline.CallResult) {
-		if s, ok := cr.Err.(*deadline.StopError); ok && cr.Name == httpPolicy.Name && s.Reason.Budget() {
-			inner = s
+	p.Floor = r.ar.ModelFloor(p.Floor, final)
+	p.Hooks = deadline.Compose(a.tr.Hooks(), p.Hooks)
+	return deadline.Do(ctx, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (*ai.ModelResponse, error) {
+		if info.Number == 1 {
+			r.ar.ModelCallStarted()
 		}
-	}}
-	resp, err := deadline.Do(ctx, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (*ai.ModelResponse, error) {
-		r.mu.Lock()
-		r.modelCalls++
-		r.mu.Unlock()
-		attrs := genai.ChatAttributes(a.cfg.Provider, a.modelName)
-		if final {
-			attrs = append(attrs, AttrReserveFinal.Bool(true))
-		}
-		ctx, span := a.tracer.Start(ctx, genai.ChatSpanName(a.modelName), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		start := time.Now()
+		ctx, span := a.tr.StartChat(ctx, final)
 		defer span.End()
-		ctx = deadline.WithHooks(deadlinehttp.WithRequestPolicy(ctx, httpPolicy), catch)
+		ctx, ans := agentrun.WithAnswer(ctx)
 		resp, err := next(ctx, req, cb)
 		if err != nil {
-			span.SetAttributes(genai.ErrorTypeKey.String(errorType(err)))
-			span.SetStatus(codes.Error, err.Error())
+			err = ans.Classify(err)
+			agentrun.RecordError(span, err)
 			return nil, err
 		}
-		recordResponse(span, resp)
+		agentrun.RecordResponse(span, responseOf(resp))
+		r.ar.ModelCallDone(time.Since(start))
 		return resp, nil
 	})
-	if err != nil && inner != nil {
-		// The provider's SDK turned the transport's stop (a Retry-After
-		// that does not fit, a retry refused below the floor) into its
-		// own error: the model step stopped for that reason.
-		s := *inner
-		s.Name = p.Name
-		return nil, &s
-	}
-	return resp, err
 }
 
-// recordResponse sets the response's GenAI attributes on the chat span,
-// those the model plugin gave: compat_oai puts the model and the id in
-// Custom, and the tokens in Usage.
-func recordResponse(span trace.Span, resp *ai.ModelResponse) {
+// responseOf reads the GenAI keys of a response, those the model plugin
+// gave: compat_oai puts the model and the id in Custom (only when the
+// provider's answer carries a system_fingerprint), and the tokens in Usage.
+func responseOf(resp *ai.ModelResponse) agentrun.Response {
+	var out agentrun.Response
 	if resp == nil {
-		return
+		return out
 	}
 	if m, ok := resp.Custom.(map[string]any); ok {
-		if s, ok := m["model"].(string); ok && s != "" {
-			span.SetAttributes(genai.ResponseModelKey.String(s))
-		}
-		if s, ok := m["id"].(string); ok && s != "" {
-			span.SetAttributes(genai.ResponseIDKey.String(s))
-		}
+		out.Model, _ = m["model"].(string)
+		out.ID, _ = m["id"].(string)
 	}
-	if u := resp.Usage; u != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
-		span.SetAttributes(genai.UsageInputTokensKey.Int(u.InputTokens), genai.UsageOutputTokensKey.Int(u.OutputTokens))
+	if u := resp.Usage; u != nil {
+		out.InputTokens, out.OutputTokens = u.InputTokens, u.OutputTokens
 	}
-}
-
-// errorType is error.type for err: its own ErrorType when it has one
-// (every deadline error does), else semconv's "_OTHER".
-func errorType(err error) string {
-	var typed interface{ ErrorType() string }
-	if errors.As(err, &typed) {
-		return typed.ErrorType()
+	if resp.FinishReason != "" {
+		out.FinishReasons = []string{string(resp.FinishReason)}
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "deadline_exceeded"
-	}
-	return semconv.ErrorTypeOther.Value.AsString()
+	return out
 }

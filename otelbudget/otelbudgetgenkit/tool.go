@@ -5,21 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/firebase/genkit/go/ai"
 	"github.com/firebase/genkit/go/genkit"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/otelbudget/agentrun"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 )
 
 // AbandonGrace is how long a tool call whose lease has ended is given to
 // return before the run abandons it: long enough for a tool that honours
 // its context to return its error, short against any floor.
-const AbandonGrace = time.Millisecond
+const AbandonGrace = agentrun.DefaultGrace
 
 // ToolOption configures a tool defined with [DefineTool].
 type ToolOption interface{ applyTool(*toolConfig) }
@@ -65,25 +63,8 @@ func WithGenkitToolOptions(opts ...ai.ToolOption) ToolOption {
 }
 
 // AbandonedError is the error of a tool call attempt that did not return
-// when its lease ended: the run stopped waiting for it. It matches
-// context.DeadlineExceeded (and the lease's cause, e.g.
-// deadline.ErrDeadlineReached).
-type AbandonedError struct {
-	Tool   string        // the tool's name
-	CallID string        // the model's id of the call, "" when unknown
-	Lease  time.Duration // the lease it ran out
-	Cause  error         // why the lease ended (context.Cause)
-}
-
-func (e *AbandonedError) Error() string {
-	return fmt.Sprintf("otelbudgetgenkit: tool %q abandoned: it did not return within its %v lease (%v)", e.Tool, e.Lease, e.Cause)
-}
-
-// Unwrap returns the lease's cause.
-func (e *AbandonedError) Unwrap() error { return e.Cause }
-
-// ErrorType is "tool_abandoned".
-func (e *AbandonedError) ErrorType() string { return "tool_abandoned" }
+// when its lease ended: agentrun's, the same for every framework.
+type AbandonedError = agentrun.AbandonedError
 
 // DefineTool defines a Genkit tool (genkit.DefineTool) whose every call,
 // made inside an [Agent.Run], runs under the run's deadline:
@@ -100,9 +81,12 @@ func (e *AbandonedError) ErrorType() string { return "tool_abandoned" }
 //   - fn runs on a goroutine of its own with the attempt's context; if it
 //     has not returned [AbandonGrace] after its lease ended it is
 //     abandoned: the call fails with an [*AbandonedError], the span carries
-//     deadline.tool.abandoned, and [Result.Abandoned] lists it. Its
-//     goroutine ends when fn returns; a panic in fn is raised in the
-//     caller's goroutine, unless abandoned;
+//     deadline.tool.abandoned, and Result.Abandoned lists it. Its
+//     goroutine ends when fn returns. A panic in fn never crashes the
+//     host: before abandonment it is the call's error (a
+//     *agentrun.PanicError, which Genkit wraps in its INTERNAL
+//     *core.GenkitError "tool ... failed", as for any failing tool); after,
+//     it is recovered and reported (Abandoned.Panic, otel.Handle);
 //   - a call the budget stops (refused, or cut at the run's deadline)
 //     interrupts Genkit's turn (ToolContext.Interrupt), which makes Genkit
 //     wait for the turn's other tools and return, and [Agent.Run] ends the
@@ -145,13 +129,6 @@ func DefineTool[In, Out any](g *genkit.Genkit, name, description string, fn ai.T
 	return genkit.DefineTool(g, name, description, wrapped, c.genkit...), nil
 }
 
-type toolOutcome[Out any] struct {
-	out      Out
-	err      error
-	panicked bool
-	panicVal any
-}
-
 // runTool is one tool call inside a run.
 func runTool[In, Out any](tc *ai.ToolContext, r *run, name string, c toolConfig, own *deadline.Policy, fn ai.ToolFunc[In, Out], in In) (Out, error) {
 	a := r.a
@@ -159,68 +136,24 @@ func runTool[In, Out any](tc *ai.ToolContext, r *run, name string, c toolConfig,
 	if own != nil {
 		p = *own
 	}
-	if own == nil || p.Name == "" {
-		p.Name = name
-	}
+	p.Name = agentrun.ToolStep(name)
 	if !c.retry {
 		p.MaxAttempts = 1
 	}
-	p.Floor += a.cfg.Reserve
-	p.Hooks = deadline.Compose(p.Hooks, a.hooks)
+	p.Floor = r.ar.ToolFloor(p.Floor)
+	p.Hooks = deadline.Compose(p.Hooks, a.tr.Hooks())
 	callID := takeCallID(r, name, in)
 	out, err := deadline.Do(tc.Context, r.d, p, func(ctx context.Context, info deadline.AttemptInfo) (Out, error) {
-		if info.Number == 1 {
-			r.mu.Lock()
-			r.toolCalls++
-			r.mu.Unlock()
-		}
-		ctx, span := a.tracer.Start(ctx, genai.ExecuteToolSpanName(name), trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(genai.ExecuteToolAttributes(name, callID, c.toolType)...))
+		ctx, span := a.tr.StartTool(ctx, name, callID, c.toolType)
 		defer span.End()
-		// Instrumentation below the tool (an MCP client) finds the
-		// execute_tool span it runs under.
-		ctx = genai.ContextWithToolCall(ctx, genai.ToolCall{Span: span, Name: name, CallID: callID})
-		done := make(chan toolOutcome[Out], 1)
 		atc := &ai.ToolContext{Context: ctx, Resumed: tc.Resumed, OriginalInput: tc.OriginalInput}
-		r.tools.Add(1)
-		go func() {
-			defer r.tools.Done()
-			var o toolOutcome[Out]
-			defer func() {
-				if v := recover(); v != nil {
-					o.panicked, o.panicVal = true, v
-				}
-				done <- o
-			}()
-			o.out, o.err = fn(atc, in)
-		}()
-		var o toolOutcome[Out]
-		select {
-		case o = <-done:
-		case <-ctx.Done():
-			t := time.NewTimer(AbandonGrace)
-			select {
-			case o = <-done:
-				t.Stop()
-			case <-t.C:
-				ab := &AbandonedError{Tool: name, CallID: callID, Lease: info.Granted, Cause: context.Cause(ctx)}
-				r.mu.Lock()
-				r.abandoned = append(r.abandoned, AbandonedTool{Tool: name, CallID: callID, Lease: info.Granted})
-				r.mu.Unlock()
-				span.SetAttributes(AttrToolAbandoned.Bool(true), genai.ErrorTypeKey.String(ab.ErrorType()))
-				span.SetStatus(codes.Error, ab.Error())
-				var zero Out
-				return zero, ab
-			}
-		}
-		if o.panicked {
-			panic(o.panicVal)
-		}
-		if o.err != nil {
-			span.SetAttributes(genai.ErrorTypeKey.String(errorType(o.err)))
-			span.SetStatus(codes.Error, o.err.Error())
-		}
-		return o.out, o.err
+		// A panic comes back as a *agentrun.PanicError: returned as the
+		// tool's error, Genkit reports it as it reports a failed tool (an
+		// INTERNAL GenkitError) instead of crashing on its goroutine.
+		out, _, err := agentrun.CallTool(ctx, r.ar, agentrun.ToolCall{Name: name, CallID: callID, Lease: info.Granted, Span: span},
+			func(context.Context) (Out, error) { return fn(atc, in) })
+		agentrun.RecordError(span, err)
+		return out, err
 	})
 	if err == nil {
 		return out, nil
@@ -230,8 +163,8 @@ func runTool[In, Out any](tc *ai.ToolContext, r *run, name string, c toolConfig,
 		if ok, _ := ai.IsToolInterruptError(stop.Last); ok {
 			return out, stop.Last // the tool's own interrupt, for Genkit
 		}
+		r.ar.NoteStop(stop)
 		if stop.Reason.Budget() {
-			r.noteStop(stop)
 			return out, tc.Interrupt(&ai.InterruptOptions{Metadata: map[string]any{
 				"deadline.step":        stop.Name,
 				"deadline.stop_reason": stop.Reason.String(),

@@ -49,7 +49,7 @@ func (l *lookup) InvokableRun(ctx context.Context, _ string, _ ...tool.Option) (
 	l.mu.Lock()
 	l.n++
 	n := l.n
-	l.starts = append(l.starts, callStart{what: l.name, at: time.Now(), remaining: d.Remaining(), hasBudget: ok})
+	l.starts = append(l.starts, callStart{What: l.name, At: time.Now(), Remaining: d.Remaining(), HasBudget: ok})
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()

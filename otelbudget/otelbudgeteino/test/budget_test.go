@@ -44,7 +44,7 @@ func newBudget(t testing.TB, reserve time.Duration, mutate ...func(*otelbudgetei
 // provider answers in 10ms; the tool answers in 60ms until call slowFrom,
 // from which on it takes 5s (ignoring its context when ignore is set).
 func tenTurns(slowFrom int, ignore bool) (*provider, *lookup) {
-	p := &provider{turns: 10, toolFor: func(int) string { return "lookup" }, latency: 10 * time.Millisecond}
+	p := &provider{Turns: 10, ToolFor: func(int) string { return "lookup" }, Latency: 10 * time.Millisecond}
 	lk := &lookup{name: "lookup", latencyFor: func(n int) time.Duration {
 		if n >= slowFrom {
 			return 5 * time.Second
@@ -62,8 +62,8 @@ func tenTurns(slowFrom int, ignore bool) (*provider, *lookup) {
 func assertStarts(t *testing.T, calls []callStart) {
 	t.Helper()
 	for _, c := range calls {
-		require.True(t, c.hasBudget, "%s started without the run's deadline in its context", c.what)
-		assert.Greater(t, c.remaining, floor, "%s started with %v left, at or below the %v floor", c.what, c.remaining, floor)
+		require.True(t, c.HasBudget, "%s started without the run's deadline in its context", c.What)
+		assert.Greater(t, c.Remaining, floor, "%s started with %v left, at or below the %v floor", c.What, c.Remaining, floor)
 	}
 }
 
@@ -83,13 +83,13 @@ func assertTypedStop(t *testing.T, err error, step string) *deadline.StopError {
 func TestSlowToolStopsInsideDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(4, false)
-		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		res, took, err := a.run(context.Background(), budget)
 		assert.LessOrEqual(t, took, budget, "the run returned inside its deadline")
 		assertTypedStop(t, err, "execute_tool lookup")
 		assert.Nil(t, res.Answer)
 		assert.Empty(t, res.Abandoned, "the tool honoured its context")
-		assertStarts(t, append(p.requests(), lk.calls()...))
+		assertStarts(t, append(p.Requests(), lk.calls()...))
 		assert.Len(t, lk.calls(), 4)
 	})
 }
@@ -99,7 +99,7 @@ func TestSlowToolStopsInsideDeadline(t *testing.T) {
 func TestToolIgnoringContextIsAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(3, true)
-		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		res, took, err := a.run(context.Background(), budget)
 		assert.LessOrEqual(t, took, budget)
 		stop := assertTypedStop(t, err, "execute_tool lookup")
@@ -107,7 +107,7 @@ func TestToolIgnoringContextIsAbandoned(t *testing.T) {
 		require.Len(t, res.Abandoned, 1, "the abandoned tool is reported")
 		assert.Equal(t, "lookup", res.Abandoned[0].Tool)
 		assert.Equal(t, "call_3", res.Abandoned[0].CallID)
-		assertStarts(t, append(p.requests(), lk.calls()...))
+		assertStarts(t, append(p.Requests(), lk.calls()...))
 		time.Sleep(5 * time.Second) // the abandoned tool sleeps on; let it finish before the bubble ends
 		assert.Equal(t, 3, lk.done())
 	})
@@ -119,17 +119,17 @@ func TestReserveGivesAnAnswer(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			p, lk := tenTurns(4, ignore)
-			a := newAgent(t, newBudget(t, 200*time.Millisecond), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+			a := newAgent(t, newBudget(t, 200*time.Millisecond), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 			res, took, err := a.run(context.Background(), budget)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, took, budget)
 			require.NotNil(t, res.Answer)
-			assert.Equal(t, "final answer after 4 tool calls", res.Answer.Content)
+			assert.Equal(t, "final answer from 4 results", res.Answer.Content)
 			assert.True(t, res.Final)
 			require.NotNil(t, res.Stop, "the stop the reserve turned into an answer")
 			assert.Equal(t, "execute_tool lookup", res.Stop.Name)
-			reqs := p.requests()
-			assert.Equal(t, 0, reqs[len(reqs)-1].tools, "the final call offers no tools")
+			reqs := p.Requests()
+			assert.Equal(t, 0, reqs[len(reqs)-1].Tools, "the final call offers no tools")
 			assertStarts(t, append(reqs, lk.calls()...))
 			time.Sleep(5 * time.Second) // an abandoned tool finishes
 		})
@@ -139,20 +139,20 @@ func TestReserveGivesAnAnswer(t *testing.T) {
 // A 429 with retry-after-ms: waited exactly, within the budget.
 func TestRetryAfterMsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &provider{turns: 0, toolFor: func(int) string { return "lookup" }, reject: func(n int) (int, http.Header) {
+		p := &provider{Turns: 0, ToolFor: func(int) string { return "lookup" }, Reject: func(n int) (int, http.Header) {
 			if n == 1 {
 				return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"3"}}
 			}
 			return 0, nil
 		}}
 		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
-		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		res, _, err := a.run(context.Background(), budget)
 		require.NoError(t, err)
-		assert.Equal(t, "answer after 0 tool calls", res.Answer.Content)
-		reqs := p.requests()
+		assert.Equal(t, "answer from 0 results", res.Answer.Content)
+		reqs := p.Requests()
 		require.Len(t, reqs, 2)
-		assert.Equal(t, 250*time.Millisecond, reqs[1].at.Sub(reqs[0].at), "retry-after-ms, exactly, not Retry-After's 3s")
+		assert.Equal(t, 250*time.Millisecond, reqs[1].At.Sub(reqs[0].At), "retry-after-ms, exactly, not Retry-After's 3s")
 	})
 }
 
@@ -160,17 +160,17 @@ func TestRetryAfterMsHonoured(t *testing.T) {
 // deadline, the typed stop naming the model step.
 func TestRetryAfterMsBeyondBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &provider{turns: 0, toolFor: func(int) string { return "lookup" }, reject: func(int) (int, http.Header) {
+		p := &provider{Turns: 0, ToolFor: func(int) string { return "lookup" }, Reject: func(int) (int, http.Header) {
 			return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {"2000"}}
 		}}
 		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
-		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		_, took, err := a.run(context.Background(), budget)
 		stop := assertTypedStop(t, err, "chat gpt-4o")
 		assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
 		assert.Equal(t, 2*time.Second, stop.Wait)
 		assert.Zero(t, took, "nothing slept")
-		assert.Len(t, p.requests(), 1)
+		assert.Len(t, p.Requests(), 1)
 	})
 }
 
@@ -189,7 +189,7 @@ func TestEinoRetryConfigConsultsBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &provider{turns: 0, toolFor: func(int) string { return "lookup" }, reject: func(n int) (int, http.Header) {
+				p := &provider{Turns: 0, ToolFor: func(int) string { return "lookup" }, Reject: func(n int) (int, http.Header) {
 					if n == 1 {
 						return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {tc.waitMs}}
 					}
@@ -197,9 +197,9 @@ func TestEinoRetryConfigConsultsBudget(t *testing.T) {
 				}}
 				lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
 				b := newBudget(t, 0, func(c *otelbudgeteino.Config) { c.Model.MaxAttempts = 1 })
-				a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, b.ModelRetryConfig(3))
+				a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{H: p}, b.ModelRetryConfig(3))
 				res, took, err := a.run(context.Background(), budget)
-				reqs := p.requests()
+				reqs := p.Requests()
 				require.Len(t, reqs, tc.requests)
 				if tc.wantErr {
 					stop := assertTypedStop(t, err, "chat gpt-4o")
@@ -209,7 +209,7 @@ func TestEinoRetryConfigConsultsBudget(t *testing.T) {
 				}
 				require.NoError(t, err)
 				assert.NotNil(t, res.Answer)
-				assert.Equal(t, 300*time.Millisecond, reqs[1].at.Sub(reqs[0].at))
+				assert.Equal(t, 300*time.Millisecond, reqs[1].At.Sub(reqs[0].At))
 			})
 		})
 	}
@@ -220,10 +220,10 @@ func TestEinoRetryConfigConsultsBudget(t *testing.T) {
 func TestModelRefusedBelowFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p, lk := tenTurns(100, false)
-		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, newBudget(t, 0), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		_, _, err := a.run(context.Background(), floor)
 		stop := assertTypedStop(t, err, "chat gpt-4o")
 		assert.Equal(t, deadline.ReasonRefused, stop.Reason)
-		assert.Empty(t, p.requests())
+		assert.Empty(t, p.Requests())
 	})
 }

@@ -50,7 +50,7 @@ func TestOvershootTenTurns(t *testing.T) {
 			slowFrom, ignore := 1+rnd.IntN(10), i%2 == 1
 			synctest.Test(t, func(t *testing.T) {
 				p, lk := tenTurns(slowFrom, ignore)
-				a := newAgent(t, newBudget(t, reserve), p, lk, "http://provider.test/v1", memTransport{p}, nil)
+				a := newAgent(t, newBudget(t, reserve), p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 				res, took, err := a.run(context.Background(), budget)
 				over = append(over, took-budget)
 				if res != nil && res.Answer != nil {
@@ -65,8 +65,8 @@ func TestOvershootTenTurns(t *testing.T) {
 				if res != nil {
 					abandoned += len(res.Abandoned)
 				}
-				for _, c := range append(p.requests(), lk.calls()...) {
-					if !c.hasBudget || c.remaining <= floor {
+				for _, c := range append(p.Requests(), lk.calls()...) {
+					if !c.HasBudget || c.Remaining <= floor {
 						belowFloor++
 					}
 				}
@@ -95,10 +95,10 @@ func TestEinoDefaultsOverrun(t *testing.T) {
 	for _, ignore := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			p, lk := tenTurns(4, ignore)
-			a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+			a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 			answer, took, err := a.runDefault(budget)
 			t.Logf("Eino defaults, tool ignoring its context %v: run took %v (deadline %v), %d model calls, %d tool calls, answer %v, err %v",
-				ignore, took, budget, len(p.requests()), len(lk.calls()), answer != nil, err)
+				ignore, took, budget, len(p.Requests()), len(lk.calls()), answer != nil, err)
 			require.Error(t, err)
 			assert.Nil(t, answer)
 			if ignore {
@@ -118,22 +118,22 @@ func TestEinoDefaultsOverrun(t *testing.T) {
 // (TestRetryAfterMsBeyondBudget) returns at once with the typed stop.
 func TestEinoDefaultsRetrySleep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &provider{turns: 0, toolFor: func(int) string { return "lookup" }, reject: func(int) (int, http.Header) {
+		p := &provider{Turns: 0, ToolFor: func(int) string { return "lookup" }, Reject: func(int) (int, http.Header) {
 			return http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {"2000"}}
 		}}
 		lk := &lookup{name: "lookup", latencyFor: func(int) time.Duration { return 0 }}
 		retry := &adk.ModelRetryConfig{MaxRetries: 2, BackoffFunc: func(context.Context, int) time.Duration { return 2 * time.Second }}
-		a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{p}, retry)
+		a := newAgent(t, nil, p, lk, "http://provider.test/v1", memTransport{H: p}, retry)
 		start := time.Now()
 		answer, took, err := a.runDefault(budget)
 		late := 0
-		for _, r := range p.requests() {
-			if r.at.Sub(start) >= budget {
+		for _, r := range p.Requests() {
+			if r.At.Sub(start) >= budget {
 				late++
 			}
 		}
 		t.Logf("Eino defaults, 429 retry-after-ms 2000, BackoffFunc 2s: run took %v (deadline %v), %d model attempts, %d started after the deadline, err %v",
-			took, budget, len(p.requests()), late, err)
+			took, budget, len(p.Requests()), late, err)
 		require.Error(t, err)
 		assert.Nil(t, answer)
 		assert.Greater(t, took, budget+time.Second, "Eino's retry sleeps past the deadline")

@@ -28,7 +28,7 @@ func TestReactAgent(t *testing.T) {
 			b := newBudget(t, reserve)
 			cm, err := openai.NewChatModel(context.Background(), &openai.ChatModelConfig{
 				APIKey: "sk-test", BaseURL: "http://provider.test/v1", Model: "gpt-4o",
-				HTTPClient: &http.Client{Transport: b.Transport(memTransport{p})},
+				HTTPClient: &http.Client{Transport: b.Transport(memTransport{H: p})},
 			})
 			require.NoError(t, err)
 			agent, err := react.NewAgent(context.Background(), &react.AgentConfig{
@@ -51,9 +51,9 @@ func TestReactAgent(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 				assert.True(t, res.Final)
-				assert.Equal(t, "final answer after 4 tool calls", res.Answer.Content)
+				assert.Equal(t, "final answer from 4 results", res.Answer.Content)
 			}
-			assertStarts(t, append(p.requests(), lk.calls()...))
+			assertStarts(t, append(p.Requests(), lk.calls()...))
 			time.Sleep(5 * time.Second)
 		})
 	}

@@ -1,11 +1,9 @@
 package test
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -16,53 +14,27 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/deadlinebudget/budget/otelbudget"
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgeteino"
 )
 
-// registry is otelbudget/genai/testdata/registry-keys.txt: the keys and
-// span-name formats copied from the pinned conventions' YAML.
-type registry struct {
-	keys  map[string]bool
-	spans map[string]string
-}
-
-func readRegistry(t *testing.T) registry {
+func readRegistry(t *testing.T) agenttest.Registry {
 	t.Helper()
-	f, err := os.Open("../../genai/testdata/registry-keys.txt")
+	reg, err := agenttest.ReadRegistry("../../genai/testdata/registry-keys.txt")
 	require.NoError(t, err)
-	defer f.Close()
-	r := registry{keys: map[string]bool{}, spans: map[string]string{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		switch fields[0] {
-		case "key":
-			r.keys[fields[1]] = true
-		case "span":
-			r.spans[fields[1]] = strings.Join(fields[2:], " ")
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.NotEmpty(t, r.keys)
-	return r
+	return reg
 }
 
-// name fills a pinned span-name format with a span's attributes.
-func (r registry) name(t *testing.T, typ string, attrs map[string]string) string {
+// spanName fills a pinned span-name format with a span's attributes.
+func spanName(t *testing.T, reg agenttest.Registry, typ string, attrs map[string]string) string {
 	t.Helper()
-	f, ok := r.spans[typ]
-	require.True(t, ok, "span type %s in the pinned conventions", typ)
-	for k, v := range attrs {
-		f = strings.ReplaceAll(f, "{"+k+"}", v)
-	}
-	require.NotContains(t, f, "{", "every placeholder of %s filled", typ)
-	return f
+	name, ok := reg.Name(typ, attrs)
+	require.True(t, ok, "span type %s in the pinned conventions, every placeholder filled", typ)
+	return name
 }
 
 // One run on loopback, its spans recorded: one trace, the GenAI names and
@@ -70,7 +42,7 @@ func (r registry) name(t *testing.T, typ string, attrs map[string]string) string
 // and tool span.
 func TestTraceFollowsPinnedConventions(t *testing.T) {
 	reg := readRegistry(t)
-	p := &provider{turns: 3, toolFor: func(int) string { return "lookup" }}
+	p := &provider{Turns: 3, ToolFor: func(int) string { return "lookup" }}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
@@ -86,6 +58,10 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 	spans := rec.Ended()
 	require.NotEmpty(t, spans)
 	trace := spans[0].SpanContext().TraceID()
+	byID := map[oteltrace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
 	byName := map[string]int{}
 	for _, s := range spans {
 		assert.Equal(t, trace, s.SpanContext().TraceID(), "span %q in the run's trace", s.Name())
@@ -93,36 +69,45 @@ func TestTraceFollowsPinnedConventions(t *testing.T) {
 		for _, kv := range s.Attributes() {
 			k := string(kv.Key)
 			attrs[k] = kv.Value.String()
-			if !strings.HasPrefix(k, "deadline.") {
-				assert.True(t, reg.keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
+			if strings.HasPrefix(k, "gen_ai.") || k == "error.type" {
+				assert.True(t, reg.Keys[k], "span %q: key %s is not in the pinned conventions", s.Name(), k)
 			}
 		}
 		op := attrs[string(genai.OperationNameKey)]
 		switch op {
 		case "invoke_agent":
-			assert.Equal(t, reg.name(t, "gen_ai.invoke_agent.internal", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.invoke_agent.internal", attrs), s.Name())
 			assert.False(t, s.Parent().IsValid(), "the run is the trace's root")
+			assert.Contains(t, attrs, "deadline.budget_ms")
 		case "chat":
-			assert.Equal(t, reg.name(t, "gen_ai.inference.client", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.inference.client", attrs), s.Name())
+			assert.Equal(t, oteltrace.SpanKindClient, s.SpanKind())
 			assert.Equal(t, "openai", attrs["gen_ai.provider.name"])
 			assert.Equal(t, "10", attrs["gen_ai.usage.input_tokens"])
 			assert.Equal(t, "5", attrs["gen_ai.usage.output_tokens"])
 		case "execute_tool":
-			assert.Equal(t, reg.name(t, "gen_ai.execute_tool.internal", attrs), s.Name())
+			assert.Equal(t, spanName(t, reg, "gen_ai.execute_tool.internal", attrs), s.Name())
 			assert.NotEmpty(t, attrs["gen_ai.tool.call.id"])
 			assert.Equal(t, "function", attrs["gen_ai.tool.type"])
 		default:
-			continue // the observer's attempt spans
+			continue // the call spans
 		}
 		byName[op]++
-		for _, k := range []string{"deadline.budget_ms"} {
-			assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
-		}
 		if op != "invoke_agent" {
-			for _, k := range []string{"deadline.step", "deadline.remaining_at_start_ms", "deadline.floor_ms", "deadline.remaining_ms", "deadline.attempts", "deadline.verdict"} {
-				assert.Contains(t, attrs, k, "span %q carries %s", s.Name(), k)
+			// The attempt's attributes on the GenAI span, the call's on
+			// its parent, the call span named by the step.
+			assert.Contains(t, attrs, "deadline.attempt.granted_ms", "span %q", s.Name())
+			parent, ok := byID[s.Parent().SpanID()]
+			require.True(t, ok, "span %q has its call span", s.Name())
+			pa := map[string]string{}
+			for _, kv := range parent.Attributes() {
+				pa[string(kv.Key)] = kv.Value.String()
 			}
-			assert.Equal(t, s.Name(), attrs["deadline.step"], "the step is the span's name")
+			for _, k := range []string{"deadline.step", "deadline.remaining_at_start_ms", "deadline.floor_ms", "deadline.remaining_ms", "deadline.attempts", "deadline.verdict"} {
+				assert.Contains(t, pa, k, "call span %q carries %s", parent.Name(), k)
+			}
+			assert.Equal(t, s.Name(), pa["deadline.step"], "the step is the span's name")
+			assert.Equal(t, s.Name(), parent.Name())
 		}
 	}
 	assert.Equal(t, map[string]int{"invoke_agent": 1, "chat": 4, "execute_tool": 3}, byName)
@@ -137,7 +122,7 @@ func TestAgentAttributes(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		b := newBudget(t, 200*time.Millisecond, func(c *otelbudgeteino.Config) { c.Observer = otelbudget.New(otelbudget.WithTracerProvider(tp)) })
 		p, lk := tenTurns(3, true)
-		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{p}, nil)
+		a := newAgent(t, b, p, lk, "http://provider.test/v1", memTransport{H: p}, nil)
 		res, _, err := a.run(context.Background(), budget)
 		require.NoError(t, err)
 		require.True(t, res.Final)

@@ -41,7 +41,7 @@ func BenchmarkWallClockOvershoot(b *testing.B) {
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
-					p := &provider{turns: 10, toolFor: func(int) string { return "lookup" }, latency: 2 * time.Millisecond}
+					p := &provider{Turns: 10, ToolFor: func(int) string { return "lookup" }, Latency: 2 * time.Millisecond}
 					lk := &lookup{name: "lookup", latencyFor: func(n int) time.Duration {
 						if n >= slowFrom {
 							return 2 * time.Second

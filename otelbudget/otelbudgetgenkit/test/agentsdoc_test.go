@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
@@ -29,13 +28,13 @@ import (
 // agents.md genkit begin
 
 // newAgent is a Genkit agent whose every run gets one deadline: compat_oai
-// over openai-go with its retries off and this project's transport under it,
+// over openai-go with its retries off and the agents' transport under it,
 // a tool marked read-only, and 3 s kept back for a final answer.
 func newAgent(ctx context.Context, baseURL string, search ai.ToolFunc[lookupIn, string]) (*genkit.Genkit, *otelbudgetgenkit.Agent, error) {
 	g := genkit.Init(ctx, genkit.WithPlugins(&compat_oai.OpenAICompatible{
 		Provider: "openai", APIKey: os.Getenv("OPENAI_API_KEY"), BaseURL: baseURL,
 		Opts: []option.RequestOption{
-			option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(nil)}), // 429s retried within the budget
+			option.WithHTTPClient(&http.Client{Transport: otelbudgetgenkit.Transport(nil, nil)}), // HTTP spans; 429s retried within the budget
 			option.WithMaxRetries(0), // no retry of openai-go's: its sleeps ignore the deadline
 		},
 	}))
@@ -68,7 +67,7 @@ func TestAgentsDocGenkitRuns(t *testing.T) {
 	res, err := agent.Run(deadline.NewContext(ctx, deadline.New(30*time.Second)), g,
 		ai.WithPrompt("research"), ai.WithTools(ai.ToolName("lookup")), ai.WithMaxTurns(10))
 	require.NoError(t, err)
-	assert.Equal(t, "answer from 2 results", res.Response.Text())
+	assert.Equal(t, "answer from 2 results", res.Answer.Text())
 }
 
 // TestAgentsDocShowsGenkit keeps docs/agents.md's Genkit block identical

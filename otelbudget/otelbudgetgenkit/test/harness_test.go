@@ -2,13 +2,8 @@ package test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,15 +19,18 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/otelbudget/agenttest"
 	"github.com/deadlinebudget/budget/otelbudget/genai"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
 
 func TestMain(m *testing.M) {
 	// Genkit replaces a global tracer provider that is not the SDK's with
-	// one of its own, once; give it one here, outside any bubble.
-	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	// one of its own, once; give it one here, outside any bubble (but in
+	// the child of TestGlobalProviderBeforeInit that shows why).
+	if agenttest.ChildScenario() != noGlobalProvider {
+		otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	}
 	// genkit.Init calls signal.NotifyContext, whose first call starts the
 	// runtime's signal goroutine: start it here, outside any bubble. Its
 	// other goroutine ends with the context Init is given.
@@ -42,97 +40,33 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// provider is a fake OpenAI-compatible chat completions server: it asks for
-// the tool "lookup" until the conversation holds Turns tool results, then
-// answers; a request without tools (the reserve's final call) is answered
-// at once. Each answer takes Latency, honouring the request's context.
-type provider struct {
-	Turns   int
-	Latency time.Duration
-	// RateLimit, when > 0, is how many first requests answer 429 with
-	// retry-after-ms RetryAfter.
-	RateLimit  int
-	RetryAfter time.Duration
-	// LatencyOf, when set, is the latency of request n (1-based) instead
-	// of Latency.
-	LatencyOf func(n int) time.Duration
+// provider, the fake OpenAI-compatible provider, and memTransport are
+// agenttest's, shared by every agent framework's tests.
+type (
+	provider     = agenttest.Provider
+	memTransport = agenttest.MemTransport
+)
 
-	requests atomic.Int32
-	mu       sync.Mutex
-	starts   []time.Time // when each request arrived
-}
-
-type chatRequest struct {
-	Messages []struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"`
-	} `json:"messages"`
-	Tools []json.RawMessage `json:"tools"`
-}
-
-func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n := int(p.requests.Add(1))
-	p.mu.Lock()
-	p.starts = append(p.starts, time.Now())
-	p.mu.Unlock()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if n <= p.RateLimit {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("retry-after-ms", strconv.FormatInt(p.RetryAfter.Milliseconds(), 10))
-		w.Header().Set("x-should-retry", "true") // as OpenAI answers a rate limit
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
-		return
-	}
-	lat := p.Latency
-	if p.LatencyOf != nil {
-		lat = p.LatencyOf(n)
-	}
-	select {
-	case <-time.After(lat):
-	case <-r.Context().Done():
-		return
-	}
-	results := 0
-	for _, m := range req.Messages {
-		if m.Role == "tool" {
-			results++
+// rateLimit answers the first n requests 429 with retry-after-ms wait and
+// x-should-retry true, as OpenAI answers a rate limit.
+func rateLimit(n int, wait time.Duration) func(int) (int, http.Header) {
+	return func(i int) (int, http.Header) {
+		if i > n {
+			return 0, nil
+		}
+		return http.StatusTooManyRequests, http.Header{
+			"Retry-After-Ms": {strconv.FormatInt(wait.Milliseconds(), 10)}, "X-Should-Retry": {"true"},
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if len(req.Tools) > 0 && results < p.Turns {
-		fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","created":1,"model":"fake-1","system_fingerprint":"fp","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_%d","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"%d\"}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, n, results+1, results+1)
-		return
-	}
-	text := fmt.Sprintf("answer from %d results", results)
-	if len(req.Tools) == 0 && strings.Contains(string(body), "time budget") {
-		text = fmt.Sprintf("final answer from %d results", results)
-	}
-	fmt.Fprintf(w, `{"id":"c%d","object":"chat.completion","created":1,"model":"fake-1","system_fingerprint":"fp","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, n, text)
 }
 
-// memTransport serves handler in memory: the same HTTP exchange as over
-// loopback, without sockets, so that it runs inside a synctest bubble.
-type memTransport struct{ h http.Handler }
-
-func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	if err := req.Context().Err(); err != nil {
-		return nil, context.Cause(req.Context())
+// starts is when each of p's requests arrived.
+func starts(p *provider) []time.Time {
+	var out []time.Time
+	for _, r := range p.Requests() {
+		out = append(out, r.At)
 	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
+	return out
 }
 
 // tool is the agent's "lookup" tool: each call takes Latency (honouring its
@@ -199,11 +133,11 @@ func newSetup(t testing.TB, ctx context.Context, base http.RoundTripper, baseURL
 }
 
 // newOAI is compat_oai over openai-go against the fake provider: with
-// openai-go's retries off and a deadlinehttp.Transport over base, or, when
+// openai-go's retries off and otelbudgetgenkit.Transport over base, or, when
 // plain, openai-go's defaults (two retries) over base.
 func newOAI(base http.RoundTripper, baseURL string, plain bool) *compat_oai.OpenAICompatible {
 	opts := []option.RequestOption{
-		option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(base)}),
+		option.WithHTTPClient(&http.Client{Transport: otelbudgetgenkit.Transport(base, nil)}),
 		option.WithMaxRetries(0),
 	}
 	if plain {

@@ -72,8 +72,7 @@ func (m *measured) reset(rng *rand.Rand) {
 	for i := range lat {
 		lat[i] = time.Duration(10+rng.IntN(51)) * time.Millisecond
 	}
-	m.prov.requests.Store(0)
-	m.prov.starts = nil
+	m.prov.Reset()
 	m.prov.LatencyOf = func(n int) time.Duration { return lat[n%len(lat)] }
 	m.tl.calls.Store(0)
 	m.tl.starts = nil
@@ -105,11 +104,11 @@ func (ta *tally) record(m *measured, d deadline.Deadline, floor time.Duration, r
 		stop, ok := errors.AsType[*deadline.StopError](err)
 		if !ok || !errors.Is(err, context.DeadlineExceeded) {
 			ta.untyped++
-		} else if stop.Name != "chat" && stop.Name != "lookup" {
+		} else if stop.Name != "chat fake-1" && stop.Name != "execute_tool lookup" {
 			ta.unnamed++
 		}
 	}
-	for _, s := range append(slices.Clone(m.prov.starts), m.tl.starts...) {
+	for _, s := range append(starts(m.prov), m.tl.starts...) {
 		if d.End().Sub(s) <= floor {
 			ta.lateStarts++
 		}
@@ -157,7 +156,7 @@ func TestMeasureSlowTool(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				prov, tl := &provider{Turns: 10}, &tool{}
-				m := &measured{prov: prov, tl: tl, g: newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false).g}
+				m := &measured{prov: prov, tl: tl, g: newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, false).g}
 				a := agent(t, reserve, nil)
 				rng := rand.New(rand.NewPCG(measureSeed, uint64(reserve)))
 				for range measureRuns {
@@ -196,11 +195,10 @@ func TestMeasureDefaults(t *testing.T) {
 		defer cancel()
 		prov := &provider{Turns: 10, Latency: 30 * time.Millisecond}
 		tl := &tool{Latency: 20 * time.Millisecond}
-		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, true)
+		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, true)
 		rng := rand.New(rand.NewPCG(2, 2))
 		for range 20 {
-			prov.requests.Store(0)
-			prov.starts = nil
+			prov.Reset()
 			tl.calls.Store(0)
 			tl.starts = nil
 			tl.SlowAt = 1 + rng.IntN(10)
@@ -219,9 +217,9 @@ func TestMeasureDefaults(t *testing.T) {
 			if err != nil && errors.Is(err, context.DeadlineExceeded) {
 				deadlineErrs++
 			}
-			modelCalls += int(prov.requests.Load())
+			modelCalls += len(prov.Requests())
 			toolCalls += int(tl.calls.Load())
-			for _, st := range prov.starts {
+			for _, st := range starts(prov) {
 				if st.After(end) {
 					afterDeadline++
 				}
@@ -235,18 +233,17 @@ func TestMeasureDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 2 * time.Second}
+		prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2*time.Second)}
 		tl := &tool{Latency: 20 * time.Millisecond}
-		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, true)
+		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, true)
 		for range 20 {
-			prov.requests.Store(0)
-			prov.starts = nil
+			prov.Reset()
 			rctx, rcancel := context.WithTimeout(ctx, budget)
 			end, _ := rctx.Deadline()
 			_, _ = genkit.Generate(rctx, s.g, append(tenTurns(), ai.WithModelName("fake/fake-1"))...)
 			over429 = append(over429, time.Since(end))
 			rcancel()
-			for _, st := range prov.starts {
+			for _, st := range starts(prov) {
 				if st.After(end) {
 					after429++
 				}

@@ -23,7 +23,7 @@ func inBubble(t *testing.T, budget, reserve time.Duration, prov *provider, tl *t
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel() // genkit.Init's signal goroutine ends with it
-		s := newSetup(t, ctx, memTransport{prov}, fakeURL, prov, tl, false)
+		s := newSetup(t, ctx, memTransport{H: prov}, fakeURL, prov, tl, false)
 		var set func(*otelbudgetgenkit.Config)
 		if len(cfg) > 0 {
 			set = cfg[0]
@@ -42,7 +42,7 @@ func TestTenTurnsAnswer(t *testing.T) {
 	tl := &tool{Latency: 20 * time.Millisecond}
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.NoError(t, err)
-	assert.Equal(t, "answer from 10 results", res.Response.Text())
+	assert.Equal(t, "answer from 10 results", res.Answer.Text())
 	assert.Equal(t, 11, res.ModelCalls)
 	assert.Equal(t, 10, res.ToolCalls)
 	assert.Nil(t, res.Stop)
@@ -60,7 +60,7 @@ func TestSlowToolStops(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, "lookup", stop.Name)
+	assert.Equal(t, "execute_tool lookup", stop.Name)
 	assert.Equal(t, deadline.ReasonDeadline, stop.Reason)
 	var ab *otelbudgetgenkit.AbandonedError
 	require.ErrorAs(t, err, &ab)
@@ -80,9 +80,9 @@ func TestSlowToolReserveAnswers(t *testing.T) {
 	tl := &tool{Latency: 20 * time.Millisecond, SlowAt: 5, Slow: 3 * time.Second}
 	res, took, err := inBubble(t, time.Second, 100*time.Millisecond, prov, tl)
 	require.NoError(t, err)
-	assert.Equal(t, "final answer from 5 results", res.Response.Text())
+	assert.Equal(t, "final answer from 5 results", res.Answer.Text())
 	require.NotNil(t, res.Stop)
-	assert.Equal(t, "lookup", res.Stop.Name)
+	assert.Equal(t, "execute_tool lookup", res.Stop.Name)
 	require.Len(t, res.Abandoned, 1)
 	assert.Equal(t, time.Second-120*time.Millisecond+otelbudgetgenkit.AbandonGrace+30*time.Millisecond, took)
 	assert.Equal(t, 6, res.ModelCalls)
@@ -102,37 +102,37 @@ func TestModelRefusedBelowFloor(t *testing.T) {
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, "chat", stop.Name)
+	assert.Equal(t, "chat fake-1", stop.Name)
 	assert.Equal(t, deadline.ReasonRefused, stop.Reason)
 	assert.Equal(t, 5, res.ModelCalls)
-	assert.Equal(t, int32(5), prov.requests.Load())
+	assert.Equal(t, 5, len(prov.Requests()))
 	assert.Equal(t, 250*time.Millisecond, took)
 }
 
 // A 429 with retry-after-ms inside a run: the transport waits it out when
 // it fits the budget, and never sends past the deadline.
 func TestRateLimitHonoured(t *testing.T) {
-	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 200 * time.Millisecond}
+	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 200*time.Millisecond)}
 	tl := &tool{Latency: 20 * time.Millisecond}
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.NoError(t, err)
-	assert.Equal(t, "answer from 3 results", res.Response.Text())
-	require.GreaterOrEqual(t, len(prov.starts), 2)
-	assert.Equal(t, 200*time.Millisecond, prov.starts[1].Sub(prov.starts[0]), "the retry waits the retry-after-ms")
+	assert.Equal(t, "answer from 3 results", res.Answer.Text())
+	require.GreaterOrEqual(t, len(starts(prov)), 2)
+	assert.Equal(t, 200*time.Millisecond, starts(prov)[1].Sub(starts(prov)[0]), "the retry waits the retry-after-ms")
 	assert.Equal(t, 200*time.Millisecond+4*30*time.Millisecond+3*20*time.Millisecond, took)
 }
 
 func TestRateLimitTooLong(t *testing.T) {
-	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, RateLimit: 1, RetryAfter: 2 * time.Second}
+	prov := &provider{Turns: 3, Latency: 30 * time.Millisecond, Reject: rateLimit(1, 2*time.Second)}
 	tl := &tool{Latency: 20 * time.Millisecond}
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, "chat", stop.Name)
+	assert.Equal(t, "chat fake-1", stop.Name)
 	assert.Equal(t, deadline.ReasonRetryAfterTooLong, stop.Reason)
 	assert.Equal(t, time.Duration(0), took, "no wait that cannot fit")
-	assert.Equal(t, int32(1), prov.requests.Load(), "nothing sent after the 429")
+	assert.Equal(t, 1, len(prov.Requests()), "nothing sent after the 429")
 	assert.Equal(t, 1, res.ModelCalls)
 }

@@ -24,7 +24,7 @@ func runFlaky(t *testing.T, opts ...otelbudgetgenkit.ToolOption) (calls int32, r
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		prov := &provider{Turns: 1, Latency: 10 * time.Millisecond}
-		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{prov}, fakeURL, false)))
+		g := genkit.Init(ctx, genkit.WithPlugins(newOAI(memTransport{H: prov}, fakeURL, false)))
 		var n atomic.Int32
 		_, derr := otelbudgetgenkit.DefineTool(g, "lookup", "fails once", func(tc *ai.ToolContext, in lookupIn) (string, error) {
 			if n.Add(1) == 1 {
@@ -46,7 +46,7 @@ func TestToolRetriedOnlyWhenMarked(t *testing.T) {
 	calls, res, err := runFlaky(t, otelbudgetgenkit.ReadOnly())
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), calls)
-	assert.Equal(t, "answer from 1 results", res.Response.Text())
+	assert.Equal(t, "answer from 1 results", res.Answer.Text())
 
 	calls, _, err = runFlaky(t, otelbudgetgenkit.Idempotent())
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestToolHonouringContextStops(t *testing.T) {
 	res, took, err := inBubble(t, time.Second, 0, prov, tl)
 	stop, ok := errors.AsType[*deadline.StopError](err)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, "lookup", stop.Name)
+	assert.Equal(t, "execute_tool lookup", stop.Name)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Empty(t, res.Abandoned)
 	assert.Equal(t, time.Second-20*time.Millisecond, took)
