@@ -31,17 +31,32 @@ SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod
 BUILD_ONLY    := $(filter %/otlpcheck/collector,$(SUBMODULES))
 # bench/ runs its short mode here; `make bench` runs the comparison in full.
 SHORT_MODULES := bench
+# The root module's packages (make test names how many it ran), found in the
+# source without the go command.
+ROOT_PKGS     := $(sort $(dir $(shell find . -name '*.go' -not -path './.*' -not -path '*/testdata/*' $(foreach m,$(SUBMODULES),-not -path './$(m)/*'))))
 # How many targets `make ci` runs at once: tests wait on loopback and
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: all test test-all test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
 
 all: test
 
-## test: vet, then every test with the race detector, in every module, then
-## the module-graph check of a program that adopts the libraries.
-test: vet test-main test-sub test-oldest consumer-check
+## test: the newcomer's command: go vet and every test of the root module
+## (the libraries: deadline and its subpackages, deadlinehttp, otelbudget,
+## budgetprop) with the race detector, vet compiling with -race so that the
+## tests reuse its work. It needs no SDK, exporter, Collector or browser: a
+## few minutes from empty Go caches on 2 cores (README.md, "Two commands").
+test:
+	@echo "make test: go vet -race and go test -race in the root module ($(words $(ROOT_PKGS)) packages); make test-all runs every module (what CI runs)"
+	$(GO) vet -race ./...
+	$(GO) test -race -count=1 ./...
+	@echo "make test: passed: the root module's $(words $(ROOT_PKGS)) packages vetted and tested with -race; the nested modules, the oldest otelhttp, the browser test and the consumer check: make test-all"
+
+## test-all: vet, then every test with the race detector, in every module,
+## then the module-graph check of a program that adopts the libraries: what
+## make ci runs.
+test-all: vet test-main test-sub test-oldest consumer-check
 
 test-main:
 	$(GO) test -race -count=1 ./...
@@ -210,4 +225,4 @@ api-check:
 ## fuzzing, the documented commands, the release as a user would fetch it
 ## and the API against the last release; CI_JOBS targets at a time.
 ci:
-	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test compat fuzz doc-check release-check api-check
+	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test-all compat fuzz doc-check release-check api-check
