@@ -38,7 +38,7 @@ ROOT_PKGS     := $(sort $(dir $(shell find . -name '*.go' -not -path './.*' -not
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: all test test-all test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: all test test-all test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check release-agree api-check
 
 all: test
 
@@ -215,14 +215,23 @@ release-prepare:
 release-check:
 	$(RELEASE) check $(if $(REV),-rev $(REV))
 
+## release-agree: versions.yaml, every go.mod (and go.oldest.mod),
+## CHANGELOG.md and the tags tell one story: the module list, the versions
+## required (never a pseudo-version), the release notes of the set's
+## version naming its modules, dated only once tagged, links to tags that
+## exist.
+release-agree:
+	$(RELEASE) agree
+
 ## api-check: every released package against its module's last release tag
 ## (golang.org/x/exp/apidiff); a change the version in versions.yaml does not
 ## allow fails. Modules with no release tag yet are reported as such.
 api-check:
 	$(RELEASE) api
 
-## ci: what CI gates: lint, the tests, the newer Go release, bounded
-## fuzzing, the documented commands, the release as a user would fetch it
-## and the API against the last release; CI_JOBS targets at a time.
+## ci: what CI gates: lint, every module's tests (test-all), the newer Go
+## release, bounded fuzzing, the documented commands, one release story,
+## the release as a user would fetch it and the API against the last
+## release; CI_JOBS targets at a time.
 ci:
-	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test-all compat fuzz doc-check release-check api-check
+	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test-all compat fuzz doc-check release-agree release-check api-check

@@ -11,7 +11,7 @@ require (
 	github.com/cloudwego/eino v0.7.36
 	github.com/cloudwego/eino-ext/components/model/openai v0.1.7
 	github.com/deadlinebudget/budget v0.1.0
-	github.com/deadlinebudget/budget/otelbudget/otelbudgeteino v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/otelbudgeteino v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.uber.org/goleak v1.3.0
