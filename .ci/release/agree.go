@@ -31,9 +31,9 @@ import (
 //     tagged") only for one whose tags do not; link definitions that point
 //     at tags that exist (compare/vA...vB, releases/tag/vA).
 func Agree(w io.Writer, repo Repo) error {
-	v, mods, rels, err := load(repo)
-	if err != nil {
-		return err
+	v, mods, rels, planErr := load(repo)
+	if v == nil || mods == nil {
+		return planErr
 	}
 	tags, err := repoTags(repo.Root)
 	if err != nil {
@@ -47,7 +47,8 @@ func Agree(w io.Writer, repo Repo) error {
 	if err != nil {
 		return err
 	}
-	errs := checkRequires(v, mods, files)
+	errs := []error{planErr}
+	errs = append(errs, checkRequires(v, mods, files)...)
 	errs = append(errs, checkStory(parseChangelog(data), v, mods, rels, tags, repoURL(mods))...)
 	if err := errors.Join(errs...); err != nil {
 		return err
