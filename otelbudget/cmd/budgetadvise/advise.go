@@ -200,8 +200,15 @@ type moreRuns struct {
 	Step    string `json:"step"`    // the step with the fewest attempts
 	Needed  int    `json:"needed"`  // attempts a suggestion is made from
 	Have    uint64 `json:"have"`    // attempts of that step read
-	Command string `json:"command"` // what records them
+	// Command records them with the demo, in a clone of the repository
+	// (demoWhere): the runs of a user's own service are the user's to
+	// record.
+	Command string `json:"command"`
 }
+
+// demoWhere says where the demo's command works: an installed budgetadvise
+// runs anywhere, make advise only in a clone of the repository.
+const demoWhere = "in a clone of github.com/deadlinebudget/budget"
 
 // countRuns counts the traces that hold call spans.
 func countRuns(ds *dataset) int {

@@ -172,8 +172,8 @@ func writeReport(w io.Writer, rep report, ds *dataset, maxRuns int, meta reportM
 
 	b.WriteString("<h2>Steps</h2>\n")
 	if m := rep.MoreRuns; m != nil {
-		fmt.Fprintf(&b, "<p id=\"more-runs\">Too few attempts to suggest a ceiling: %s has %d of the %d needed. Record about %d runs with <code>%s</code>.</p>\n",
-			e(m.Step), m.Have, m.Needed, m.Runs, e(m.Command))
+		fmt.Fprintf(&b, "<p id=\"more-runs\">Too few attempts to suggest a ceiling: %s has %d of the %d needed. Record about %d runs of the service (its spans, as your Collector exports them); for the demo's data, <code>%s</code> %s.</p>\n",
+			e(m.Step), m.Have, m.Needed, m.Runs, e(m.Command), demoWhere)
 	}
 	b.WriteString("<p class=\"muted\">Each card: the step's attempt durations on one time axis shared by every card (so that steps compare), " +
 		"its vertical scale its own (the steps' attempt counts differ); the configured ceiling solid, the suggested one dashed.</p>\n")
