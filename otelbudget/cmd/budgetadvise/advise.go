@@ -196,10 +196,10 @@ func splitCeilings(ds *dataset) (conf map[string]map[time.Duration]uint64, opene
 
 // moreRuns says how many runs a suggestion needs.
 type moreRuns struct {
-	Runs    int    `json:"runs"`    // runs to record in all
-	Step    string `json:"step"`    // the step with the fewest attempts
-	Needed  int    `json:"needed"`  // attempts a suggestion is made from
-	Have    uint64 `json:"have"`    // attempts of that step read
+	Runs   int    `json:"runs"`   // runs to record in all
+	Step   string `json:"step"`   // the step with the fewest attempts
+	Needed int    `json:"needed"` // attempts a suggestion is made from
+	Have   uint64 `json:"have"`   // attempts of that step read
 	// Command records them with the demo, in a clone of the repository
 	// (demoWhere): the runs of a user's own service are the user's to
 	// record.
