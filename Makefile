@@ -34,6 +34,10 @@ SHORT_MODULES := bench
 # The root module's packages (make test names how many it ran), found in the
 # source without the go command.
 ROOT_PKGS     := $(sort $(dir $(shell find . -name '*.go' -not -path './.*' -not -path '*/testdata/*' $(foreach m,$(SUBMODULES),-not -path './$(m)/*'))))
+# go test's timeout in the nested modules: a test that builds a program
+# (tracedemo's make demo, otlpcheck's Collector) compiles it from an empty
+# build cache, which on 2 loaded cores outlasted go test's default 10m.
+TEST_TIMEOUT  ?= 30m
 # How many targets `make ci` runs at once: tests wait on loopback and
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
@@ -72,7 +76,7 @@ test-sub: $(addprefix test-mod/,$(SUBMODULES))
 test-mod/%:
 	@echo "== $*"
 	@cd $* && $(GO) vet $(if $(filter $*,$(BUILD_ONLY)),,-race) ./...
-	@$(if $(filter $*,$(BUILD_ONLY)),true,cd $* && $(GO) test -race -count=1 $(if $(filter $*,$(SHORT_MODULES)),-short) ./...)
+	@$(if $(filter $*,$(BUILD_ONLY)),true,cd $* && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(if $(filter $*,$(SHORT_MODULES)),-short) ./...)
 
 # otlpcheck's TestFleetMerge builds the Collector (go build ./collector): its
 # vet, first, compiles the Collector's packages once, and the test's build
