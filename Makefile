@@ -35,17 +35,36 @@ SUBMODULES    := $(patsubst ./%/go.mod,%,$(shell find . -mindepth 2 -name go.mod
 BUILD_ONLY    := $(filter %/otlpcheck/collector,$(SUBMODULES))
 # bench/ runs its short mode here; `make bench` runs the comparison in full.
 SHORT_MODULES := bench
+# The root module's packages (make test names how many it ran), found in the
+# source without the go command.
+ROOT_PKGS     := $(sort $(dir $(shell find . -name '*.go' -not -path './.*' -not -path '*/testdata/*' $(foreach m,$(SUBMODULES),-not -path './$(m)/*'))))
+# go test's timeout in the nested modules: a test that builds a program
+# (tracedemo's make demo, otlpcheck's Collector) compiles it from an empty
+# build cache, which on 2 loaded cores outlasted go test's default 10m.
+TEST_TIMEOUT  ?= 30m
 # How many targets `make ci` runs at once: tests wait on loopback and
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: generate all test test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check api-check
+.PHONY: generate all test test-all test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check release-agree api-check
 
 all: test
 
-## test: vet, then every test with the race detector, in every module, then
-## the module-graph check of a program that adopts the libraries.
-test: vet test-main test-sub test-oldest consumer-check
+## test: the newcomer's command: go vet and every test of the root module
+## (the libraries: deadline and its subpackages, deadlinehttp, otelbudget,
+## budgetprop) with the race detector, vet compiling with -race so that the
+## tests reuse its work. It needs no SDK, exporter, Collector or browser: a
+## few minutes from empty Go caches on 2 cores (README.md, "Two commands").
+test:
+	@echo "make test: go vet -race and go test -race in the root module ($(words $(ROOT_PKGS)) packages); make test-all runs every module (what CI runs)"
+	$(GO) vet -race ./...
+	$(GO) test -race -count=1 ./...
+	@echo "make test: passed: the root module's $(words $(ROOT_PKGS)) packages vetted and tested with -race; the nested modules, the oldest otelhttp, the browser test and the consumer check: make test-all"
+
+## test-all: vet, then every test with the race detector, in every module,
+## then the module-graph check of a program that adopts the libraries: what
+## make ci runs.
+test-all: vet test-main test-sub test-oldest consumer-check
 
 test-main:
 	$(GO) test -race -count=1 ./...
@@ -61,7 +80,7 @@ test-sub: $(addprefix test-mod/,$(SUBMODULES))
 test-mod/%:
 	@echo "== $*"
 	@cd $* && $(GO) vet $(if $(filter $*,$(BUILD_ONLY)),,-race) ./...
-	@$(if $(filter $*,$(BUILD_ONLY)),true,cd $* && $(GO) test -race -count=1 $(if $(filter $*,$(SHORT_MODULES)),-short) ./...)
+	@$(if $(filter $*,$(BUILD_ONLY)),true,cd $* && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(if $(filter $*,$(SHORT_MODULES)),-short) ./...)
 
 # otlpcheck's TestFleetMerge builds the Collector (go build ./collector): its
 # vet, first, compiles the Collector's packages once, and the test's build
@@ -217,14 +236,23 @@ release-prepare:
 release-check:
 	$(RELEASE) check $(if $(REV),-rev $(REV))
 
+## release-agree: versions.yaml, every go.mod (and go.oldest.mod),
+## CHANGELOG.md and the tags tell one story: the module list, the versions
+## required (never a pseudo-version), the release notes of the set's
+## version naming its modules, dated only once tagged, links to tags that
+## exist.
+release-agree:
+	$(RELEASE) agree
+
 ## api-check: every released package against its module's last release tag
 ## (golang.org/x/exp/apidiff); a change the version in versions.yaml does not
 ## allow fails. Modules with no release tag yet are reported as such.
 api-check:
 	$(RELEASE) api
 
-## ci: what CI gates: lint, the tests, the newer Go release, bounded
-## fuzzing, the documented commands, the release as a user would fetch it
-## and the API against the last release; CI_JOBS targets at a time.
+## ci: what CI gates: lint, every module's tests (test-all), the newer Go
+## release, bounded fuzzing, the documented commands, one release story,
+## the release as a user would fetch it and the API against the last
+## release; CI_JOBS targets at a time.
 ci:
-	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test compat fuzz doc-check release-check api-check
+	$(MAKE) -j$(CI_JOBS) --output-sync=target lint test-all compat fuzz doc-check release-agree release-check api-check

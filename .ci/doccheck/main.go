@@ -6,6 +6,12 @@
 //     an indented (four-space) block, that starts with a command;
 //   - every inline code span that starts with cd, go or make.
 //
+// Before them, the counts the docs and CHANGELOG.md state ("26 nested
+// modules", "the eleven published modules", "18 library packages") are
+// checked against the tree (counts.go), and docs/modules.md's table against
+// versions.yaml: a `go get …@latest` line for each published library
+// module, none for another.
+//
 // Each command runs from the repository's root unless it starts with
 // `cd DIR &&` (a fenced block's cd holds for its later lines). A line is
 // split at &&, ; and | into commands; only cd, go and make are checked
@@ -65,17 +71,32 @@ func main() {
 		docs, _ := filepath.Glob("docs/*.md")
 		files = append([]string{"README.md"}, docs...)
 	}
+	counts, err := repoFacts(".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "doccheck:", err)
+		os.Exit(2)
+	}
 	var cmds []command
-	for _, f := range files {
+	var countErrs []error
+	for _, f := range append(files, "CHANGELOG.md") {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "doccheck:", err)
 			os.Exit(2)
 		}
-		cmds = append(cmds, extract(f, string(src))...)
+		countErrs = append(countErrs, checkCounts(f, string(src), counts)...)
+		if f != "CHANGELOG.md" {
+			cmds = append(cmds, extract(f, string(src))...)
+		}
 	}
-	ch := newChecker()
 	failed := 0
+	for _, err := range countErrs {
+		fmt.Printf("    FAIL %v\n", err)
+		failed++
+	}
+	fmt.Printf("doccheck: counts: %d nested modules, %d published modules, %d library packages, %d `go get` lines (%d wrong)\n",
+		counts.nested, len(counts.published), counts.libraries, len(counts.gets), len(countErrs))
+	ch := newChecker()
 	for _, c := range cmds {
 		errs := ch.check(c)
 		if *verbose || len(errs) > 0 {

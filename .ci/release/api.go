@@ -71,7 +71,8 @@ func APICheck(w io.Writer, repo Repo) error {
 	for _, r := range rels {
 		base := lastRelease(tags, r.Dir, r.Version)
 		if base == "" {
-			fmt.Fprintf(w, "api-check: %s: not yet released (no tag %s reachable from %s): nothing to compare\n", r.Path, tagFor(r.Dir, "vX.Y.Z"), at)
+			fmt.Fprintf(w, "api-check: %s: not yet released (no tag %s reachable from %s): nothing to compare; its first release is %s, %q in %s until make release-prepare VERSION=%s TAG=1 tags it\n",
+				r.Path, tagFor(r.Dir, "vX.Y.Z"), at, r.Version, notTagged, changelogFile, r.Version)
 			continue
 		}
 		oldDir, err := tree(tagFor(r.Dir, base))

@@ -84,7 +84,7 @@ func TestAPICheckNotYetReleased(t *testing.T) {
 	out, err := r.apiCheck()
 	require.NoError(t, err)
 	assert.Contains(t, out, "example.com/m: not yet released (no tag vX.Y.Z reachable from HEAD)")
-	assert.Contains(t, out, "example.com/m/sub: not yet released (no tag sub/vX.Y.Z reachable from HEAD)")
+	assert.Contains(t, out, "example.com/m/sub: not yet released (no tag sub/vX.Y.Z reachable from HEAD): nothing to compare; its first release is v0.1.0, \"not yet tagged\" in CHANGELOG.md until make release-prepare VERSION=v0.1.0 TAG=1 tags it")
 }
 
 func TestAPICheckIncompatibleChange(t *testing.T) {

@@ -8,6 +8,7 @@
 //	go run ./.ci/release prepare -version vX.Y.Z [-set NAME] [-tag]
 //	go run ./.ci/release check [-rev COMMIT] [-keep]
 //	go run ./.ci/release api [-rev COMMIT]
+//	go run ./.ci/release agree
 //	go run ./.ci/release modules
 //
 // prepare sets the set's version in versions.yaml, makes every go.mod
@@ -16,7 +17,9 @@
 // from a file proxy made from git, fetched, built and installed from a
 // scratch module with an empty module cache. api compares every released
 // package with the module's last release tag (golang.org/x/exp/apidiff).
-// modules prints the released modules and their tags.
+// agree checks that versions.yaml, the go.mod files, CHANGELOG.md and the
+// tags tell one release story (Agree). modules prints the released modules
+// and their tags.
 //
 // (Run from the repository's root, `go run` needs `-C .ci/release`, or make:
 // the tool is a nested module. It finds the root with git.)
@@ -60,6 +63,9 @@ func main() {
 		rev := fs.String("rev", "", "the commit to check (default: the working tree)")
 		fs.Parse(args)
 		err = APICheck(os.Stdout, Repo{Root: top, Rev: *rev})
+	case "agree":
+		fs.Parse(args)
+		err = Agree(os.Stdout, Repo{Root: top})
 	case "modules":
 		fs.Parse(args)
 		err = listModules(top)
@@ -84,7 +90,7 @@ func listModules(root string) error {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: release prepare -version vX.Y.Z [-set NAME] [-tag] | check [-rev COMMIT] [-keep] | api [-rev COMMIT] | modules")
+	fmt.Fprintln(os.Stderr, "usage: release prepare -version vX.Y.Z [-set NAME] [-tag] | check [-rev COMMIT] [-keep] | api [-rev COMMIT] | agree | modules")
 	os.Exit(2)
 }
 

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/mod/modfile"
@@ -25,6 +27,10 @@ func readFile(root, name string) ([]byte, error) {
 // It writes the files it changes and reports them, then the tags the
 // release needs. With tag, it also creates the tags at HEAD, which must
 // then hold the prepared files: a clean tree, and no tag already there.
+//
+// CHANGELOG.md follows: without tag, the entries of [Unreleased] move under
+// "## [X.Y.Z] - not yet tagged"; with tag, that heading gets the day's date
+// and its links, committed, and the tags are made at that commit.
 func Prepare(w io.Writer, root, setName, version string, tag bool) error {
 	if !semver.IsValid(version) || semver.Canonical(version) != version {
 		return fmt.Errorf("version %q: want a canonical semantic version such as v0.2.0 or v1.0.0-rc.1", version)
@@ -77,22 +83,42 @@ func Prepare(w io.Writer, root, setName, version string, tag bool) error {
 	for _, m := range set.Modules {
 		inSet[m] = true
 	}
-	for _, m := range mods {
+	files, err := repo.ModFiles() // go.mod and alternates such as go.oldest.mod
+	if err != nil {
+		return err
+	}
+	for _, m := range files {
 		changed, err := bumpRequires(m.File, inSet, version)
 		if err != nil {
-			return fmt.Errorf("%s/go.mod: %w", m.Dir, err)
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 		if len(changed) == 0 {
 			continue
 		}
 		out, err := m.File.Format()
 		if err != nil {
-			return fmt.Errorf("%s/go.mod: %w", m.Dir, err)
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
-		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(m.Dir), "go.mod"), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(m.Name)), out, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s/go.mod: %s now at %s\n", m.Dir, strings.Join(changed, ", "), version)
+		fmt.Fprintf(w, "%s: %s now at %s\n", m.Name, strings.Join(changed, ", "), version)
+	}
+
+	notes, err := repo.ReadFile(changelogFile)
+	hasNotes := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if !hasNotes {
+		// A repository without release notes: nothing to move or date.
+	} else if moved, ok, err := moveUnreleased(notes, strings.TrimPrefix(version, "v")); err != nil {
+		return err
+	} else if ok {
+		if err := os.WriteFile(filepath.Join(root, changelogFile), moved, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: the [Unreleased] entries moved under [%s] (%s)\n", changelogFile, strings.TrimPrefix(version, "v"), notTagged)
 	}
 
 	var tags []string
@@ -124,6 +150,28 @@ func Prepare(w io.Writer, root, setName, version string, tag bool) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	// The release's date is the day of its tags: the changelog is dated,
+	// and committed, here, and the tags made at that commit.
+	date := time.Now().UTC().Format(time.DateOnly)
+	if !hasNotes {
+		return tagAll(w, root, tags)
+	}
+	dated, err := dateRelease(notes, strings.TrimPrefix(version, "v"), date, repoURL(mods))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(root, changelogFile), dated, 0o644); err != nil {
+		return err
+	}
+	if _, err := git(root, "commit", "-m", fmt.Sprintf("CHANGELOG: %s, tagged %s", version, date), "--", changelogFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: [%s] dated %s and committed\n", changelogFile, strings.TrimPrefix(version, "v"), date)
+	return tagAll(w, root, tags)
+}
+
+// tagAll creates the tags at HEAD.
+func tagAll(w io.Writer, root string, tags []string) error {
 	for _, t := range tags {
 		if _, err := git(root, "tag", "-a", "-m", "Release "+t, t, "HEAD"); err != nil {
 			return err

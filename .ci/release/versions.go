@@ -138,6 +138,13 @@ func (r Repo) ReadFile(name string) ([]byte, error) {
 // goModFiles lists the go.mod files of the repository: at the revision,
 // or in the working tree those git tracks or would track (not ignored).
 func (r Repo) goModFiles() ([]string, error) {
+	return r.files(func(f string) bool { return path.Base(f) == "go.mod" })
+}
+
+// files lists the files of the repository that keep says to, outside
+// testdata directories: at the revision, or in the working tree those git
+// tracks or would track (not ignored).
+func (r Repo) files(keep func(string) bool) ([]string, error) {
 	var out []byte
 	var err error
 	if r.Rev == "" {
@@ -150,7 +157,7 @@ func (r Repo) goModFiles() ([]string, error) {
 	}
 	var files []string
 	for _, f := range strings.Split(string(out), "\n") {
-		if path.Base(f) == "go.mod" && !slices.Contains(strings.Split(f, "/"), "testdata") {
+		if keep(f) && !slices.Contains(strings.Split(f, "/"), "testdata") {
 			files = append(files, f)
 		}
 	}

@@ -10,12 +10,17 @@
 // and -reserve kept back for a final model call, so that the run answers
 // inside its budget. The spans (invoke_agent, chat, execute_tool, with the
 // GenAI keys and the deadline.* attributes, and Genkit's own) are recorded
-// by the OpenTelemetry SDK, drawn as a waterfall, then written to stdout as
-// JSON (-export stdout, the default) or not at all (-export none).
+// by the OpenTelemetry SDK and drawn as a waterfall on the terminal. The
+// spans as JSON (stdouttrace's, pretty-printed: about 130 KB, which would
+// scroll the waterfall away) only on request, as tracedemo does: -export
+// stdout writes them to stdout and the waterfall to stderr (so that
+// `go run . -export stdout | jq` reads only JSON); -json FILE writes them
+// to FILE. By default (-export none) the last line says how many spans
+// were recorded and how to get them.
 //
 // Usage:
 //
-//	cd examples/agentdemo && go run . [-budget 1s] [-reserve 150ms] [-slow-at 4] [-slow 2s] [-export stdout|none]
+//	cd examples/agentdemo && go run . [-budget 1s] [-reserve 150ms] [-slow-at 4] [-slow 2s] [-export none|stdout] [-json FILE]
 package main
 
 import (
@@ -48,7 +53,9 @@ type options struct {
 	budget, reserve, slow time.Duration
 	slowAt                int
 	export                string
-	waitTools             bool // wait for the abandoned tool before returning (tests)
+	jsonFile              string    // also write the spans as JSON to this file
+	human                 io.Writer // the waterfall and summary; nil: run's w
+	waitTools             bool      // wait for the abandoned tool before returning (tests)
 }
 
 func main() {
@@ -57,8 +64,12 @@ func main() {
 	flag.DurationVar(&o.reserve, "reserve", 150*time.Millisecond, "time kept back for a final model call (0: none, the run ends with the stop)")
 	flag.IntVar(&o.slowAt, "slow-at", 4, "the tool call (1-based) that hangs, ignoring its context (0: none)")
 	flag.DurationVar(&o.slow, "slow", 2*time.Second, "how long the hanging tool call takes")
-	flag.StringVar(&o.export, "export", "stdout", "where the spans go after the waterfall: stdout (JSON) or none")
+	flag.StringVar(&o.export, "export", "none", "none, or stdout: the spans as JSON on stdout, the waterfall then on stderr (as tracedemo)")
+	flag.StringVar(&o.jsonFile, "json", "", "write the spans as JSON (stdouttrace's, pretty-printed) to this file")
 	flag.Parse()
+	if o.export == "stdout" {
+		o.human = os.Stderr // stdout carries only the JSON: `go run . -export stdout | jq`
+	}
 	if err := run(context.Background(), os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentdemo:", err)
 		os.Exit(1)
@@ -71,6 +82,10 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	}
 	if o.budget <= 0 || o.reserve < 0 || o.slowAt < 0 || o.slow < 0 {
 		return errors.New("-budget must be > 0, -reserve, -slow-at and -slow >= 0")
+	}
+	out := w // the waterfall and the summary
+	if o.human != nil {
+		out = o.human
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // genkit.Init's signal goroutine ends with it
@@ -116,35 +131,60 @@ func run(ctx context.Context, w io.Writer, o options) error {
 		ai.WithPrompt("research the deadline budget"), ai.WithTools(ai.ToolName("lookup")), ai.WithMaxTurns(10))
 	took := time.Since(d.End().Add(-d.Budget()))
 
-	if err := writeWaterfall(w, rec.Ended(), o.budget); err != nil {
+	if err := writeWaterfall(out, rec.Ended(), o.budget); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(out)
 	switch {
 	case runErr != nil:
-		fmt.Fprintf(w, "stopped after %v of %v: %v\n", took.Round(time.Millisecond), o.budget, runErr)
+		fmt.Fprintf(out, "stopped after %v of %v: %v\n", took.Round(time.Millisecond), o.budget, runErr)
 	case res.Stop != nil:
-		fmt.Fprintf(w, "answered from the reserve after %v of %v (cut short by %s: %s): %q\n", took.Round(time.Millisecond), o.budget, res.Stop.Name, res.Stop.Reason, res.Answer.Text())
+		fmt.Fprintf(out, "answered from the reserve after %v of %v (cut short by %s: %s): %q\n", took.Round(time.Millisecond), o.budget, res.Stop.Name, res.Stop.Reason, res.Answer.Text())
 	default:
-		fmt.Fprintf(w, "answered after %v of %v: %q\n", took.Round(time.Millisecond), o.budget, res.Answer.Text())
+		fmt.Fprintf(out, "answered after %v of %v: %q\n", took.Round(time.Millisecond), o.budget, res.Answer.Text())
 	}
-	fmt.Fprintf(w, "%d model calls, %d tool calls", res.ModelCalls, res.ToolCalls)
+	fmt.Fprintf(out, "%d model calls, %d tool calls", res.ModelCalls, res.ToolCalls)
 	for _, a := range res.Abandoned {
-		fmt.Fprintf(w, "; abandoned: %s %s after its %v lease (still running; not waited for)", a.Tool, a.CallID, a.Lease.Round(time.Millisecond))
+		fmt.Fprintf(out, "; abandoned: %s %s after its %v lease (still running; not waited for)", a.Tool, a.CallID, a.Lease.Round(time.Millisecond))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(out)
 	if o.waitTools {
 		res.WaitTools()
 	}
 
-	if o.export == "stdout" {
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
+	spans := rec.Ended()
+	if o.jsonFile != "" {
+		f, err := os.Create(o.jsonFile)
 		if err != nil {
-			return err
+			return fmt.Errorf("-json: %w", err)
 		}
-		if err := exp.ExportSpans(ctx, rec.Ended()); err != nil {
-			return err
+		err = exportJSON(ctx, f, spans)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
+		if err != nil {
+			return fmt.Errorf("-json %s: %w", o.jsonFile, err)
+		}
+		fmt.Fprintf(out, "%d spans written to %s as JSON\n", len(spans), o.jsonFile)
+	}
+	if o.export == "stdout" {
+		return exportJSON(ctx, w, spans)
+	}
+	if o.jsonFile == "" {
+		fmt.Fprintf(out, "%d spans recorded (invoke_agent, chat, execute_tool and Genkit's own); -json FILE writes them as JSON to FILE, -export stdout to stdout (the waterfall then on stderr)\n", len(spans))
 	}
 	return nil
+}
+
+// exportJSON writes spans to w with the SDK's stdout exporter, one
+// pretty-printed JSON object a span.
+func exportJSON(ctx context.Context, w io.Writer, spans []sdktrace.ReadOnlySpan) error {
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithPrettyPrint())
+	if err != nil {
+		return err
+	}
+	if err := exp.ExportSpans(ctx, spans); err != nil {
+		return err
+	}
+	return exp.Shutdown(ctx)
 }

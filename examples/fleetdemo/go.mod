@@ -12,7 +12,7 @@ replace (
 require (
 	github.com/deadlinebudget/budget v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/budgetconnector v0.1.0
-	github.com/deadlinebudget/budget/otelbudget/budgetconnector/test v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/budgetconnector/test v0.1.0
 	github.com/deadlinebudget/budget/otelbudget/budgetopamp v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0

@@ -163,7 +163,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.BoolVar(&cfg.waterfall, "waterfall", cfg.waterfall, "print the waterfall after the run")
 	fs.IntVar(&cfg.runs, "runs", 0, "play the ok plan N times against a fetch provider with a heavy-tailed latency, three times over\n"+
 		"(the article's ceilings; ceilings opened to learn; the suggested ceilings) and print the suggested\n"+
-		"ceilings and budget and the static and suggested ceilings side by side. The learning runs are exported, and one run of each scenario")
+		"ceilings and budget and the static and suggested ceilings side by side. The learning runs are exported, with one run of\n"+
+		"each scenario under the article's ceilings (-scenario-runs), for budgetadvise; the plan budget is computed from the\n"+
+		"exported spans as budgetadvise computes it (make advise prints the same figure twice)")
 	fs.IntVar(&cfg.parallel, "parallel", cfg.parallel, "with -runs, how many runs play at a time")
 	fs.BoolVar(&cfg.scenarioRuns, "scenario-runs", cfg.scenarioRuns, "with -runs, also play one run of each scenario under the article's ceilings and export it with the\n"+
 		"learning runs (the failed runs and configured ceilings budgetadvise's report shows); false exports the learning runs alone")

@@ -80,7 +80,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		if stage == nil {
 			stage = loopbackStage
 		}
-		rep, err := runMany(ctx, runsOptions{n: cfg.runs, parallel: cfg.parallel, seed: cfg.seed, scenarios: cfg.scenarioRuns, stage: stage, tp: tel.tp, mp: tel.mp})
+		rep, err := runMany(ctx, runsOptions{n: cfg.runs, parallel: cfg.parallel, seed: cfg.seed, scenarios: cfg.scenarioRuns, stage: stage, tp: tel.tp, mp: tel.mp, spans: tel.spans.snapshot})
 		if err == nil {
 			err = writeRunsReport(human, rep)
 		}

@@ -13,13 +13,16 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
+	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // heavyTail is a latency distribution with a known quantile function: with
@@ -258,6 +261,10 @@ type runsOptions struct {
 	stage     stager
 	tp        trace.TracerProvider // traces the learning phase
 	mp        metric.MeterProvider // measures the learning phase
+	// spans returns the spans tp made, those the demo exports: the plan
+	// budget is read from them as budgetadvise reads them
+	// (exportedPlanBudget). Nil: no plan budget.
+	spans func() []sdktrace.ReadOnlySpan
 }
 
 // runMany is tracedemo -runs: it plays the plan o.n times in each of three
@@ -323,8 +330,6 @@ func runMany(ctx context.Context, o runsOptions) (runsReport, error) {
 		rep.Scenarios = append(rep.Scenarios, rec)
 	}
 	rep.Ceilings = map[string]time.Duration{}
-	var policies []deadline.Policy
-	rng := mrand.New(mrand.NewPCG(o.seed, o.seed))
 	for _, s := range plan {
 		sg, err := rec.Suggest(s.name, learn.SuggestOptions{})
 		rep.Suggestions[s.name] = sg
@@ -333,12 +338,11 @@ func runMany(ctx context.Context, o runsOptions) (runsReport, error) {
 			continue
 		}
 		rep.Ceilings[s.name] = sg.Ceiling
-		policies = append(policies, policyFor(s, rng))
 	}
-	if len(rep.Errors) == 0 {
-		rep.Budget, rep.BudgetErr = rec.SuggestBudget(policies, learn.PlanOptions{})
+	if o.spans != nil {
+		rep.Budget, rep.BudgetErr = exportedPlanBudget(o.spans())
 	} else {
-		rep.BudgetErr = errors.New("not every step has a suggested ceiling")
+		rep.BudgetErr = errors.New("no spans recorded: the plan budget is read from the exported spans")
 	}
 
 	if rep.Suggested, err = phase(runsScenario(o.seed), noT, noM, playOptions{ceilings: rep.Ceilings}); err != nil {
@@ -446,4 +450,62 @@ func fmtVerdicts(m map[deadline.Verdict]int) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// exportedPlanBudget suggests the plan's run budget from spans, the spans
+// the demo exports, as budgetadvise does from the same spans read back:
+// every attempt span through otelbudget.ReadAttemptSample into its step's
+// histogram, each step's MaxAttempts and floor from its call spans, and
+// otelbudget.SuggestRunBudget, the one computation both use. So `make
+// advise` prints one budget and one P(success), twice.
+func exportedPlanBudget(spans []sdktrace.ReadOnlySpan) (learn.BudgetSuggestion, error) {
+	hist := map[string]*learn.Histogram{}
+	steps := map[string]*otelbudget.PlanStep{}
+	for _, sp := range spans {
+		attrs := spanAttrs{}
+		for _, kv := range sp.Attributes() {
+			attrs[kv.Key] = kv.Value
+		}
+		step := attrs[otelbudget.AttrStep].AsString()
+		if step == "" {
+			continue
+		}
+		if steps[step] == nil {
+			hist[step] = &learn.Histogram{}
+			steps[step] = &otelbudget.PlanStep{Name: step, Attempts: hist[step]}
+		}
+		if ended := attrs[otelbudget.AttrAttemptEndedBy]; ended.AsString() != "" {
+			// Times as the exported JSON holds them: wall clock, no
+			// monotonic reading.
+			a, err := otelbudget.ReadAttemptSample(attrs, sp.StartTime().Round(0), sp.EndTime().Round(0))
+			if err == nil {
+				hist[step].Add(a.EndedBy, a.Duration, a.End)
+			}
+			continue
+		}
+		if attrs[otelbudget.AttrVerdict].AsString() != "" {
+			if v, ok := attrs[otelbudget.AttrMaxAttempts]; ok && v.Type() == attribute.INT64 {
+				steps[step].MaxAttempts = int(v.AsInt64())
+			}
+			if v, ok := attrs[otelbudget.AttrFloorMs]; ok && v.Type() == attribute.INT64 {
+				steps[step].Floor = time.Duration(v.AsInt64()) * time.Millisecond
+			}
+		}
+	}
+	var plan []otelbudget.PlanStep
+	for _, s := range agentPlan() {
+		if p := steps[s.name]; p != nil && p.Attempts.Samples > 0 {
+			plan = append(plan, *p)
+		}
+	}
+	return otelbudget.SuggestRunBudget(plan, otelbudget.PlanOptions{})
+}
+
+// spanAttrs reads an SDK span's attributes for otelbudget.ReadAttemptSample.
+type spanAttrs map[attribute.Key]attribute.Value
+
+// Lookup returns the value of key and whether the span has it.
+func (a spanAttrs) Lookup(key attribute.Key) (attribute.Value, bool) {
+	v, ok := a[key]
+	return v, ok
 }

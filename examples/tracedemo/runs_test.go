@@ -18,7 +18,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
@@ -68,9 +67,10 @@ func TestHeavyTailQuantileMatchesDraws(t *testing.T) {
 // compared with the article's static 100ms.
 func TestRunsSuggestsFetchCeilingAndBeatsStatic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		spans := &spanBuffer{}
 		rep, err := runMany(t.Context(), runsOptions{
 			n: 2000, parallel: 1, seed: defaultSeed, stage: memStage,
-			tp: tracenoop.NewTracerProvider(), mp: metricnoop.NewMeterProvider(),
+			tp: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)), mp: metricnoop.NewMeterProvider(), spans: spans.snapshot,
 		})
 		require.NoError(t, err)
 

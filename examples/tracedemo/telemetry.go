@@ -237,6 +237,13 @@ func (b *spanBuffer) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpa
 	return nil
 }
 
+// snapshot returns the spans kept so far, those flush will export.
+func (b *spanBuffer) snapshot() []sdktrace.ReadOnlySpan {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]sdktrace.ReadOnlySpan(nil), b.spans...)
+}
+
 // Shutdown does nothing: flush does the work.
 func (b *spanBuffer) Shutdown(context.Context) error { return nil }
 

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/deadlinebudget/budget => ../..
 
 require (
-	github.com/deadlinebudget/budget v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0
 	go.opentelemetry.io/otel v1.47.0

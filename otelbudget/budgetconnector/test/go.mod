@@ -55,7 +55,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/deadlinebudget/budget v0.1.0
-	github.com/deadlinebudget/budget/otelbudget/budgetconnector v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/otelbudget/budgetconnector v0.1.0
 	github.com/ebitengine/purego v0.11.2 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/foxboron/go-tpm-keyfiles v0.0.0-20260902202739-8c9c2d1005f4 // indirect

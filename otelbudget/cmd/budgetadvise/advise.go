@@ -196,12 +196,19 @@ func splitCeilings(ds *dataset) (conf map[string]map[time.Duration]uint64, opene
 
 // moreRuns says how many runs a suggestion needs.
 type moreRuns struct {
-	Runs    int    `json:"runs"`    // runs to record in all
-	Step    string `json:"step"`    // the step with the fewest attempts
-	Needed  int    `json:"needed"`  // attempts a suggestion is made from
-	Have    uint64 `json:"have"`    // attempts of that step read
-	Command string `json:"command"` // what records them
+	Runs   int    `json:"runs"`   // runs to record in all
+	Step   string `json:"step"`   // the step with the fewest attempts
+	Needed int    `json:"needed"` // attempts a suggestion is made from
+	Have   uint64 `json:"have"`   // attempts of that step read
+	// Command records them with the demo, in a clone of the repository
+	// (demoWhere): the runs of a user's own service are the user's to
+	// record.
+	Command string `json:"command"`
 }
+
+// demoWhere says where the demo's command works: an installed budgetadvise
+// runs anywhere, make advise only in a clone of the repository.
+const demoWhere = "in a clone of github.com/deadlinebudget/budget"
 
 // countRuns counts the traces that hold call spans.
 func countRuns(ds *dataset) int {
@@ -336,8 +343,7 @@ func planBudget(ds *dataset, order []string, o options) *budgetReport {
 	if !hasAttempts(steps) {
 		return nil
 	}
-	snap := &learn.Snapshot{Steps: map[string]*learn.Histogram{}}
-	var plan []deadline.Policy
+	var plan []otelbudget.PlanStep
 	br := &budgetReport{Source: src, Target: o.target}
 	for _, name := range order {
 		sd := steps[name]
@@ -345,18 +351,20 @@ func planBudget(ds *dataset, order []string, o options) *budgetReport {
 			continue
 		}
 		h := sd.hist
-		snap.Steps[name] = &h
-		p := deadline.Policy{Name: name, MaxAttempts: o.attempts,
-			Backoff: deadline.Backoff{Base: o.backoffBase, Max: o.backoffMax, Jitter: deadline.JitterFull}}
+		p := otelbudget.PlanStep{Name: name, Attempts: &h}
 		if t := ds.spans[name]; t != nil && t.maxAtt > 0 {
 			p.MaxAttempts, p.Floor = t.maxAtt, t.floor
 		}
 		plan = append(plan, p)
 		br.Steps = append(br.Steps, name)
 	}
-	var rec learn.Recorder
-	rec.Merge(snap)
-	b, err := rec.SuggestBudget(plan, learn.PlanOptions{SuggestOptions: o.suggest, Target: o.target})
+	// The one computation of a run budget, the demo's too (tracedemo -runs'
+	// "plan budget"): the same spans give both the same figures.
+	b, err := otelbudget.SuggestRunBudget(plan, otelbudget.PlanOptions{
+		PlanOptions: learn.PlanOptions{SuggestOptions: o.suggest, Target: o.target},
+		Attempts:    o.attempts,
+		Backoff:     deadline.Backoff{Base: o.backoffBase, Max: o.backoffMax, Jitter: deadline.JitterFull},
+	})
 	if err != nil {
 		br.Error, br.err = err.Error(), err
 		return br

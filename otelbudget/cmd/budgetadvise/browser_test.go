@@ -205,8 +205,17 @@ func TestReportInBrowser(t *testing.T) {
 	assert.Positive(t, waitRows, "the backoff waits are drawn")
 	var want []string
 	for _, r := range chosen {
+		ran := map[string]bool{}
+		failed := r.outcome != "ok"
 		for _, c := range r.calls {
 			want = append(want, c.verdict)
+			ran[c.step] = true
+			failed = failed || c.verdict != "ok"
+		}
+		for _, s := range genPlan {
+			if failed && !ran[s.name] {
+				want = append(want, notRun) // the steps a failed run did not start
+			}
 		}
 	}
 	assert.Equal(t, strings.Join(want, ","), verdicts, "each call's verdict, run by run")
@@ -216,7 +225,7 @@ func TestReportInBrowser(t *testing.T) {
 	assert.NotEmpty(t, suggested, "the suggested ceilings of the steps with enough attempts")
 	assert.Contains(t, legend, "suggested ceiling")
 	assert.Contains(t, legend, "backoff wait")
-	assert.Contains(t, rangeText, g.metricsFrom.Format(time.RFC3339))
+	assert.Contains(t, rangeText, g.metricsFrom.UTC().Format(reportTime))
 	assert.NotEqual(t, lightBG, darkBG, "the dark mode has its own colours")
 
 	// The run report's defects, seen in the browser on a page with the
@@ -280,6 +289,42 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	for _, r := range layout.Cards {
 		assert.LessOrEqual(t, r, 400.0, "a step card on screen at 400 px")
+	}
+	_, err = chromedp.Call(tab, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
+	require.NoError(t, err)
+
+	// The generated data's page at 400, 800 and 1 280 px: the histograms'
+	// text keeps the page's 11 px whatever the card's width (it scaled with
+	// the drawing: about 20 px in an 800 px card, 9.6 px at 400 px), and the
+	// glossary's two lists share one column of terms.
+	require.NoError(t, chromedp.Do(tab, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS("#legend"))))
+	for _, width := range []int64{400, 800, 1280} {
+		_, err = chromedp.Call(tab, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: width, Height: 900, DeviceScaleFactor: 1})
+		require.NoError(t, err)
+		got := eval(`JSON.stringify({
+			fonts: [...document.querySelectorAll("svg.hist text")].map(e => parseFloat(getComputedStyle(e).fontSize) * (e.getScreenCTM() ? Math.hypot(e.getScreenCTM().a, e.getScreenCTM().b) : 1)),
+			heights: [...document.querySelectorAll("svg.hist text.xtick")].map(e => e.getBoundingClientRect().height),
+			dd: [...document.querySelectorAll("#outcomes dd, #stat-terms dd")].map(e => e.getBoundingClientRect().left),
+			dt: [...document.querySelectorAll("#outcomes dt, #stat-terms dt")].map(e => e.getBoundingClientRect().left)})`)
+		var lay struct{ Fonts, Heights, DD, DT []float64 }
+		require.NoError(t, json.Unmarshal([]byte(got), &lay))
+		require.NotEmpty(t, lay.Fonts, "%d px: the histograms have text", width)
+		for _, f := range lay.Fonts {
+			assert.InDelta(t, 11, f, 0.01, "%d px: a chart label's font on screen", width)
+		}
+		for _, h := range lay.Heights {
+			assert.Less(t, h, 16.0, "%d px: a tick label is drawn at the page's size, not scaled up", width)
+			assert.Greater(t, h, 9.0, "%d px: a tick label is drawn at the page's size, not scaled down", width)
+		}
+		require.NotEmpty(t, lay.DD)
+		if width >= 800 { // one column below 640 px: each term above its text
+			for _, x := range lay.DD {
+				assert.InDelta(t, lay.DD[0], x, 0.5, "%d px: every explanation, of both lists, starts in one column", width)
+			}
+		}
+		for _, x := range lay.DT {
+			assert.InDelta(t, lay.DT[0], x, 0.5, "%d px: every term starts in one column", width)
+		}
 	}
 	_, err = chromedp.Call(tab, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
 	require.NoError(t, err)

@@ -68,6 +68,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline/learn"
+	"github.com/deadlinebudget/budget/otelbudget"
 )
 
 // now is the report's generation time (a variable for tests).
@@ -89,9 +90,9 @@ func run(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Wr
 	fs.Float64Var(&o.suggest.Margin, "margin", learn.DefaultMargin, "multiplies the quantile, >= 1")
 	fs.IntVar(&o.suggest.MinSamples, "min-samples", 0, "fewest attempts a ceiling is suggested from (0: max(100, 10/(1-quantile)))")
 	fs.Float64Var(&o.target, "target", learn.DefaultTarget, "the plan's success probability the budget aims at")
-	fs.IntVar(&o.attempts, "attempts", 3, "attempts of a step whose call spans are not in the input")
-	fs.DurationVar(&o.backoffBase, "backoff-base", 50*time.Millisecond, "the plan's backoff base (full jitter)")
-	fs.DurationVar(&o.backoffMax, "backoff-max", 400*time.Millisecond, "the plan's backoff cap")
+	fs.IntVar(&o.attempts, "attempts", otelbudget.DefaultPlanAttempts, "attempts of a step whose call spans are not in the input")
+	fs.DurationVar(&o.backoffBase, "backoff-base", otelbudget.DefaultPlanBackoff.Base, "the plan's backoff base (full jitter)")
+	fs.DurationVar(&o.backoffMax, "backoff-max", otelbudget.DefaultPlanBackoff.Max, "the plan's backoff cap")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: budgetadvise [flags] [file ...]  (no file, or -: stdin)\n"+
 			"Reads OTLP JSON lines (a Collector file exporter's) or stdouttrace output; suggests ceilings and a budget.\n\n")

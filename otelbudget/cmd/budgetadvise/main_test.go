@@ -417,7 +417,8 @@ func TestSingleRun(t *testing.T) {
 	assert.NotContains(t, out, "│", "no histogram of one attempt")
 	assert.Equal(t, 1, strings.Count(out, "need more runs"), out)
 	assert.Contains(t, out, "need more runs: 1 run read")
-	assert.Contains(t, out, "record about 1000 runs with `make advise RUNS=1000`")
+	assert.Contains(t, out, "record about 1000 runs of the service (its spans, as your Collector exports them); for the demo's data, `make advise RUNS=1000` in a clone of github.com/deadlinebudget/budget",
+		"what works outside the repository first; make advise only where it works")
 	assert.NotContains(t, out, "samples recorded", "one line, not one per step")
 
 	code, out, _ = runCmd(t, "-format", "json", p)

@@ -67,8 +67,8 @@ func writeText(w io.Writer, rep report) error {
 		}
 	}
 	if m := rep.MoreRuns; m != nil {
-		fmt.Fprintf(&b, "\nneed more runs: %s read, %q has %d of the %d attempts a suggestion needs: record about %d runs with `%s`\n",
-			plural(rep.Runs, "run"), m.Step, m.Have, m.Needed, m.Runs, m.Command)
+		fmt.Fprintf(&b, "\nneed more runs: %s read, %q has %d of the %d attempts a suggestion needs: record about %d runs of the service (its spans, as your Collector exports them); for the demo's data, `%s` %s\n",
+			plural(rep.Runs, "run"), m.Step, m.Have, m.Needed, m.Runs, m.Command, demoWhere)
 	}
 	if br := rep.Budget; br != nil {
 		switch {

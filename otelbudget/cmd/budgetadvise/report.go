@@ -70,11 +70,12 @@ th{color:var(--muted);font-weight:600}
 .axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
 .verdicts{margin:2px 0 0}
 svg text{fill:var(--muted);font-size:11px}
-dl.terms{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:8px 0}
-dl.terms dt{font-weight:600;white-space:nowrap}dl.terms dd{margin:0}
+.terms{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:8px 0}
+.terms dl{display:contents}
+.terms dt{font-weight:600;white-space:nowrap}.terms dd{margin:0}
 @media (max-width:640px){
 body{padding:12px}
-dl.terms{grid-template-columns:1fr}dl.terms dd{margin:0 0 6px 12px}
+.terms{grid-template-columns:1fr}.terms dd{margin:0 0 6px 12px}
 .wf,.wf tbody{display:block}
 .wf tr{display:flex;flex-wrap:wrap;gap:0 10px;border-top:1px solid var(--rule);padding:2px 0}
 .wf td{border-top:0;padding:0}
@@ -137,8 +138,10 @@ func ts(t time.Time, layout string) string {
 	return "<span class=\"ts\">" + html.EscapeString(t.UTC().Format(layout)) + "</span>"
 }
 
-// rfc3339Z is RFC 3339 in UTC, with Z.
-const rfc3339Z = "2006-01-02T15:04:05Z"
+// reportTime is the page's one time format: RFC 3339 in UTC with
+// milliseconds and Z, for the page's generation, the data's range, a
+// step's window and a run's start alike.
+const reportTime = "2006-01-02T15:04:05.000Z"
 
 // writeReport writes the HTML run report of rep and the runs of ds,
 // drawing up to maxRuns failed and maxRuns of the slowest runs.
@@ -156,9 +159,9 @@ func writeReport(w io.Writer, rep report, ds *dataset, maxRuns int, meta reportM
 		names = append(names, fmt.Sprintf("<code title=\"%s\">%s</code>", e(in), e(filepath.Base(in))))
 	}
 	fmt.Fprintf(&b, "<p id=\"provenance\" class=\"muted\">Generated <time class=\"ts\">%s</time> by budgetadvise %s from %s.</p>\n",
-		e(meta.generated.UTC().Format(rfc3339Z)), e(meta.version), strings.Join(names, ", "))
+		e(meta.generated.UTC().Format(reportTime)), e(meta.version), strings.Join(names, ", "))
 	fmt.Fprintf(&b, "<p class=\"muted\" id=\"range\">Data from %s to %s · %s · %s, %s.</p>\n",
-		ts(rep.From, rfc3339Z), ts(rep.To, rfc3339Z), plural(len(runs), "run"),
+		ts(rep.From, reportTime), ts(rep.To, reportTime), plural(len(runs), "run"),
 		plural(rep.Inputs["spans"], "attempt or call span"), plural(rep.Inputs["metric_points"], "attempt-duration point"))
 	if rep.OpenedRuns > 0 {
 		fmt.Fprintf(&b, "<p id=\"opened\">%d of %d runs are from a learning run: their ceilings were opened to the run's budget (%s), so that no attempt is cut and the tail can be measured; the configured ceilings below are the other runs'.</p>\n",
@@ -169,8 +172,8 @@ func writeReport(w io.Writer, rep report, ds *dataset, maxRuns int, meta reportM
 
 	b.WriteString("<h2>Steps</h2>\n")
 	if m := rep.MoreRuns; m != nil {
-		fmt.Fprintf(&b, "<p id=\"more-runs\">Too few attempts to suggest a ceiling: %s has %d of the %d needed. Record about %d runs with <code>%s</code>.</p>\n",
-			e(m.Step), m.Have, m.Needed, m.Runs, e(m.Command))
+		fmt.Fprintf(&b, "<p id=\"more-runs\">Too few attempts to suggest a ceiling: %s has %d of the %d needed. Record about %d runs of the service (its spans, as your Collector exports them); for the demo's data, <code>%s</code> %s.</p>\n",
+			e(m.Step), m.Have, m.Needed, m.Runs, e(m.Command), demoWhere)
 	}
 	b.WriteString("<p class=\"muted\">Each card: the step's attempt durations on one time axis shared by every card (so that steps compare), " +
 		"its vertical scale its own (the steps' attempt counts differ); the configured ceiling solid, the suggested one dashed.</p>\n")
@@ -200,8 +203,9 @@ func writeReport(w io.Writer, rep report, ds *dataset, maxRuns int, meta reportM
 			"Every call is bound by the run's deadline unless its verdict says otherwise.</p>\n",
 			nFailed, plural(len(runs), "run"), maxRuns, maxRuns)
 	}
+	order := planOrder(ds)
 	for _, r := range chosen {
-		writeRunWaterfall(&b, r)
+		writeRunWaterfall(&b, r, order)
 	}
 	if len(chosen) == 0 {
 		b.WriteString("<p>No run: the input holds no call spans (metrics alone do not tell runs apart).</p>\n")
@@ -318,6 +322,9 @@ var (
 		{"deadline_too_small", "a call verdict: the run's deadline stopped the call (refused, a backoff that did not fit, an attempt cut by the deadline) while no attempt had reached its ceiling. The budget was too small for the plan."},
 		{"throttled", "a call verdict: the server's Retry-After asked for a wait longer than what was left of the budget."},
 		{"retries_throttled", "a call verdict: the shared retry budget denied a retry (many callers failing at once)."},
+		{"downstream_overloaded", "a call verdict: the downstream was at its capacity and the call was not sent: the policy's Limiter refused it (its queue full, or the call could not finish from its place in it) or client-side throttling dropped it. Neither the deadline nor the operation ended it, but the downstream's capacity."},
+		{"downstream_open", "a call verdict: the Limiter's breaker was open (the downstream has been failing), and nothing was sent."},
+		{notRun, "a step of the plan that did not start: a step before it stopped the run."},
 		{"operation_failed", "a call verdict: the operation failed on errors (not retryable, or its attempts exhausted on errors)."},
 	}
 	statTerms = []struct{ term, what string }{
@@ -328,11 +335,11 @@ var (
 )
 
 func writeTerms(b *strings.Builder) {
-	b.WriteString("<h2 id=\"terms\">How to read this page</h2>\n<p>The outcomes and verdicts are the span attributes' words (docs/attributes.md), as the demo's terminal prints them.</p>\n<dl id=\"outcomes\" class=\"terms\">\n")
+	b.WriteString("<h2 id=\"terms\">How to read this page</h2>\n<p>The outcomes and verdicts are the span attributes' words (docs/attributes.md), as the demo's terminal prints them.</p>\n<div class=\"terms\">\n<dl id=\"outcomes\">\n")
 	for _, t := range outcomeTerms {
 		fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", t.word, html.EscapeString(t.what))
 	}
-	b.WriteString("</dl>\n<dl id=\"stat-terms\" class=\"terms\">\n")
+	b.WriteString("</dl>\n<dl id=\"stat-terms\">\n")
 	for _, t := range statTerms {
 		fmt.Fprintf(b, "<dt><dfn id=\"term-%s\">%s</dfn></dt>\n<dd>%s</dd>\n", strings.Map(func(r rune) rune {
 			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
@@ -341,7 +348,29 @@ func writeTerms(b *strings.Builder) {
 			return -1
 		}, t.term), html.EscapeString(t.term), html.EscapeString(t.what))
 	}
-	b.WriteString("</dl>\n")
+	b.WriteString("</dl>\n</div>\n")
+}
+
+// share is n of total as a percentage with one decimal that never rounds
+// to a whole it is not: 2 003 of 2 004 is ">99.9%", not "100.0%", and 1
+// of 2 004 "<0.1%", not "0.0%".
+func share(n, total uint64) string {
+	switch {
+	case total == 0:
+		return "–"
+	case n == total:
+		return "100%"
+	case n == 0:
+		return "0%"
+	}
+	p := fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+	switch p {
+	case "100.0%":
+		return ">99.9%"
+	case "0.0%":
+		return "<0.1%"
+	}
+	return p
 }
 
 // writeStepPanel writes a step's numbers and its latency histogram.
@@ -358,7 +387,7 @@ func writeStepPanel(b *strings.Builder, s stepReport, axis histAxis) {
 	}
 	b.WriteString("<table class=\"stats\">\n")
 	row := func(k, v string) { fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td></tr>\n", e(k), v) }
-	row("attempts", fmt.Sprintf("%d · success %.1f%% · errors %d", s.Attempts, 100*s.SuccessRate, s.Errors))
+	row("attempts", fmt.Sprintf("%d · %d succeeded (%s) · %s", s.Attempts, s.Successes, share(s.Successes, s.Attempts), plural(int(s.Errors), "error")))
 	row("cut by a limit", fmt.Sprintf("<b class=\"censored\">%.1f%%</b> censored (ceiling timeouts %d, deadline cuts %d)", 100*s.CensoredShare, s.CeilingTimeouts, s.DeadlineCuts))
 	row("completed, own", fmt.Sprintf("%s <span class=\"muted\">(%d attempts)</span>", e(fmtQuantiles(s.CompletedMs, "none")), s.Completed))
 	if s.Completed == s.Attempts {
@@ -386,7 +415,7 @@ func writeStepPanel(b *strings.Builder, s stepReport, axis histAxis) {
 		}
 		row("verdicts", strings.Join(vs, " · "))
 	}
-	row("window", ts(s.First, rfc3339Z)+" … "+ts(s.Last, rfc3339Z))
+	row("window", ts(s.First, reportTime)+" … "+ts(s.Last, reportTime))
 	b.WriteString("</table></section>\n")
 }
 
@@ -524,16 +553,21 @@ func histogramSVG(s stepReport, axis histAxis) string {
 	}
 	ymax := max(float64(top), ystep*3)
 	y := func(v float64) float64 { return plotH * v / ymax }
+	// No viewBox: the SVG is as wide as its card and H px high, its
+	// horizontal positions are percentages of its width and its vertical
+	// ones CSS pixels, so that its text keeps the page's 11 px font at any
+	// card width instead of scaling with the drawing.
+	pc := func(v float64) string { return fmt.Sprintf("%.2f%%", 100*v/W) }
 	var b strings.Builder
-	fmt.Fprintf(&b, "<svg class=\"hist\" viewBox=\"0 0 %g %g\" width=\"100%%\" role=\"img\" aria-label=\"attempt durations of %s\">\n", W, H, html.EscapeString(s.Step))
+	fmt.Fprintf(&b, "<svg class=\"hist\" width=\"100%%\" height=\"%g\" role=\"img\" aria-label=\"attempt durations of %s\">\n", H, html.EscapeString(s.Step))
 	base := H - bottom
-	fmt.Fprintf(&b, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"var(--rule)\"/>", left, base, W-right, base)
-	fmt.Fprintf(&b, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"var(--rule)\"/>\n", left, topPad, left, base)
+	fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%g\" x2=\"%s\" y2=\"%g\" stroke=\"var(--rule)\"/>", pc(left), base, pc(W-right), base)
+	fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%g\" x2=\"%s\" y2=\"%g\" stroke=\"var(--rule)\"/>\n", pc(left), topPad, pc(left), base)
 	for v := 0.0; v <= ymax+1e-9; v += ystep {
 		yy := base - y(v)
-		fmt.Fprintf(&b, "<text class=\"ytick\" x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%g</text>", left-4, yy+4, v)
+		fmt.Fprintf(&b, "<text class=\"ytick\" x=\"%s\" y=\"%.1f\" text-anchor=\"end\">%g</text>", pc(left-4), yy+4, v)
 		if v > 0 {
-			fmt.Fprintf(&b, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"var(--rule)\" stroke-dasharray=\"2 3\"/>", left, yy, W-right, yy)
+			fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%.1f\" x2=\"%s\" y2=\"%.1f\" stroke=\"var(--rule)\" stroke-dasharray=\"2 3\"/>", pc(left), yy, pc(W-right), yy)
 		}
 	}
 	fmt.Fprintf(&b, "<text class=\"ytitle\" transform=\"translate(10 %g) rotate(-90)\" text-anchor=\"middle\">attempts</text>\n", topPad+plotH/2)
@@ -549,29 +583,29 @@ func histogramSVG(s stepReport, axis histAxis) string {
 		w := max(0.5, x1-x0-0.5)
 		h0, h1 := y(float64(c[0])), y(float64(c[1]))
 		if c[0] > 0 {
-			fmt.Fprintf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>", x0, base-h0, w, h0, colDone)
+			fmt.Fprintf(&b, "<rect x=\"%s\" y=\"%.1f\" width=\"%s\" height=\"%.1f\" fill=\"%s\"/>", pc(x0), base-h0, pc(w), h0, colDone)
 		}
 		if c[1] > 0 {
-			fmt.Fprintf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>", x0, base-h0-h1, w, h1, colCut)
+			fmt.Fprintf(&b, "<rect x=\"%s\" y=\"%.1f\" width=\"%s\" height=\"%.1f\" fill=\"%s\"/>", pc(x0), base-h0-h1, pc(w), h1, colCut)
 		}
 	}
 	b.WriteString("\n")
 	for _, v := range axis.ticks() {
-		fmt.Fprintf(&b, "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"var(--rule)\"/><text class=\"xtick\" x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%s</text>",
-			x(v), base, x(v), base+4, x(v), base+15, fmtTick(v))
+		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%g\" x2=\"%s\" y2=\"%g\" stroke=\"var(--rule)\"/><text class=\"xtick\" x=\"%s\" y=\"%g\" text-anchor=\"middle\">%s</text>",
+			pc(x(v)), base, pc(x(v)), base+4, pc(x(v)), base+15, fmtTick(v))
 	}
-	fmt.Fprintf(&b, "\n<text class=\"xtitle\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">attempt duration (ms, log scale)</text>\n", left+(W-left-right)/2, H-4)
+	fmt.Fprintf(&b, "\n<text class=\"xtitle\" x=\"%s\" y=\"%g\" text-anchor=\"middle\">attempt duration (ms, log scale)</text>\n", pc(left+(W-left-right)/2), H-4)
 	mark := func(c float64, col, dash, label string, row int) {
 		if c <= 0 {
 			return
 		}
 		px := x(c)
-		fmt.Fprintf(&b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%g\" stroke=\"%s\" stroke-width=\"2\"%s/>", px, 14*row+2, px, base, col, dash)
+		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%g\" stroke=\"%s\" stroke-width=\"2\"%s/>", pc(px), 14*row+2, pc(px), base, col, dash)
 		anchor, tx := "start", px+4
 		if px > W-120 {
 			anchor, tx = "end", px-4
 		}
-		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" style=\"fill:%s\">%s %s</text>\n", tx, 12+14*row, anchor, col, label, fmtMs(c))
+		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%d\" text-anchor=\"%s\" style=\"fill:%s\">%s %s</text>\n", pc(tx), 12+14*row, anchor, col, label, fmtMs(c))
 	}
 	if s.CurrentCeilingMs != s.OpenedCeilingMs {
 		mark(s.CurrentCeilingMs, colCeiling, "", "configured", 0)
@@ -639,16 +673,20 @@ func whatHappened(r runView) string {
 // row per attempt (its lease, the time it used, how it ended, which limit
 // set the lease), a row per backoff wait, a row per refusal, then the
 // calls' verdicts on one line.
-func writeRunWaterfall(b *strings.Builder, r runView) {
+//
+// A failed run's steps of the plan (order) that it did not start are
+// listed as not_run, as the terminal lists them.
+func writeRunWaterfall(b *strings.Builder, r runView, order []string) {
 	e := html.EscapeString
 	budget := r.budget
 	if budget <= 0 {
 		budget = r.used
 	}
-	fmt.Fprintf(b, "<section class=\"run\" data-trace=\"%x\"><h3><span>Run <code class=\"trace-id\">%x</code></span> <span class=\"outcome %s\">%s</span></h3>\n",
-		r.trace[:], r.trace[:], okClass(r.outcome), e(r.outcome))
+	label := runLabel(r)
+	fmt.Fprintf(b, "<section class=\"run\" data-trace=\"%x\"><h3><span>Run <code class=\"trace-id\">%x</code></span> <span class=\"outcome %s\" title=\"deadline.run.outcome: %s\">%s</span></h3>\n",
+		r.trace[:], r.trace[:], okClass(label), e(r.outcome), e(label))
 	fmt.Fprintf(b, "<p class=\"muted\">started <span class=\"run-start ts\">%s</span> · budget %s · used %s</p>\n",
-		e(r.origin.UTC().Format("2006-01-02 15:04:05.000Z")), e(fmtDur(r.budget)), e(fmtDur(r.used)))
+		e(r.origin.UTC().Format(reportTime)), e(fmtDur(r.budget)), e(fmtDur(r.used)))
 	if w := whatHappened(r); w != "" {
 		fmt.Fprintf(b, "<p class=\"what\">%s</p>\n", e(w))
 	}
@@ -703,6 +741,17 @@ func writeRunWaterfall(b *strings.Builder, r runView) {
 				e(name), e(left), rb.html())
 		}
 	}
+	ran := map[string]bool{}
+	for _, c := range r.calls {
+		ran[c.step] = true
+	}
+	var skipped []string
+	for _, step := range order {
+		if r.failed && !ran[step] {
+			skipped = append(skipped, step)
+			fmt.Fprintf(b, "<tr class=\"notrun\" data-step=\"%s\"><td>%s</td><td>–</td><td>%s</td><td></td><td></td><td class=\"bar\"></td></tr>\n", e(step), e(step), notRun)
+		}
+	}
 	b.WriteString("</table>\n<p class=\"verdicts\">")
 	for i, c := range r.calls {
 		if i > 0 {
@@ -715,7 +764,29 @@ func writeRunWaterfall(b *strings.Builder, r runView) {
 		}
 		b.WriteString("</span></span>")
 	}
+	for _, step := range skipped {
+		fmt.Fprintf(b, " · <span class=\"call\">%s <span class=\"verdict bad\">%s</span></span>", e(step), notRun)
+	}
 	b.WriteString("</p></section>\n")
+}
+
+// notRun is the word for a step of the plan that a run did not start, the
+// demo terminal's.
+const notRun = "not_run"
+
+// runLabel is the word a run's header gives it: for a failed run, the
+// verdict of the first call that did not end ok, which says why (the
+// terminal's word: throttled, operation_too_slow, deadline_too_small), where
+// the run's outcome (budget_exhausted, failed) would only say that it
+// failed: a run whose server asked for a longer Retry-After than was left
+// is throttled, not out of budget; else the run's outcome.
+func runLabel(r runView) string {
+	for _, c := range r.calls {
+		if c.verdict != "" && c.verdict != "ok" {
+			return c.verdict
+		}
+	}
+	return r.outcome
 }
 
 // tickStep is the round step (1, 2 or 5 times a power of ten) that cuts

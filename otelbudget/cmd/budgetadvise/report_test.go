@@ -267,10 +267,10 @@ func TestReportOutcomeVocabulary(t *testing.T) {
 	assert.NotContains(t, words, "failed run", "no second word for a failed run")
 
 	thr := runSection(t, page, traceHex(runs[len(runs)-2], uint64(len(runs)-2)))
-	assert.Contains(t, thr, `class="outcome bad">budget_exhausted<`)
+	assert.Regexp(t, `class="outcome bad"[^>]*>throttled<`, thr, "labelled by what stopped it (TestReportLabelsARunByWhatStoppedIt)")
 	assert.Contains(t, text(thr), "Retry-After 5s did not fit", "what exhausted the budget")
 	ref := runSection(t, page, traceHex(runs[len(runs)-1], uint64(len(runs)-1)))
-	assert.Contains(t, ref, `class="outcome bad">budget_exhausted<`, "derived as otelbudget does: every step refused")
+	assert.Contains(t, ref, `title="deadline.run.outcome: budget_exhausted"`, "derived as otelbudget does: every step refused")
 }
 
 // An attempt that ended with an HTTP status shows the status, as the
@@ -294,7 +294,7 @@ func TestReportTraceIDAndTimeZone(t *testing.T) {
 	hex := traceHex(runs[len(runs)-2], uint64(len(runs)-2))
 	sec := runSection(t, page, hex)
 	assert.Contains(t, sec, `<code class="trace-id">`+hex+`</code>`, "the full trace id, copyable")
-	assert.Regexp(t, `class="run-start[^"]*">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z<`, sec, "the start time's zone")
+	assert.Regexp(t, `class="run-start[^"]*">\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z<`, sec, "the start time's zone")
 	assert.Contains(t, page, ".trace-id{", "the trace id is styled (selectable as one token)")
 }
 
@@ -365,7 +365,7 @@ func TestReportProvenance(t *testing.T) {
 	page, input := reportOf(t, mixedRuns())
 	prov := regexp.MustCompile(`(?s)<p id="provenance".*?</p>`).FindString(page)
 	require.NotEmpty(t, prov)
-	assert.Regexp(t, `Generated <time class="ts"[^>]*>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</time>`, prov)
+	assert.Regexp(t, `Generated <time class="ts"[^>]*>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z</time>`, prov)
 	assert.Contains(t, text(prov), filepath.Base(input))
 	assert.Regexp(t, `budgetadvise [^ <]+`, text(prov), "the tool's version")
 }

@@ -28,7 +28,7 @@ require github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 require (
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/deadlinebudget/budget/deadline/deadlinegrpc/interoptest v0.0.0-00010101000000-000000000000
+	github.com/deadlinebudget/budget/deadline/deadlinegrpc/interoptest v0.1.0
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
