@@ -46,7 +46,7 @@ TEST_TIMEOUT  ?= 30m
 # timers, so a second job overlaps one's waiting with the other's compiling.
 CI_JOBS       ?= 2
 
-.PHONY: generate all test test-all test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check release-agree api-check
+.PHONY: generate all test test-all test-sims test-main test-sub test-oldest consumer-check compat demo fleetdemo bench bench-quick fuzz lint lint-files lint-cross fmt vet staticcheck staticcheck-root doc-check ci browser advise release-prepare release-check release-agree api-check
 
 all: test
 
@@ -64,7 +64,13 @@ test:
 ## test-all: vet, then every test with the race detector, in every module,
 ## then the module-graph check of a program that adopts the libraries: what
 ## make ci runs.
-test-all: vet test-main test-sub test-oldest consumer-check
+test-all: vet test-main test-sims test-sub test-oldest consumer-check
+
+## test-sims: the overload simulations at their full length (300 s and
+## 60 s of virtual time), without the race detector, which slows them
+## tenfold: under -race they model their short span (deadline/race_on_test.go).
+test-sims:
+	$(GO) test -count=1 -run 'TestLimiter(UniformBudgetsNoCollapse|MixedBudgetsNoDrift)' ./deadline
 
 test-main:
 	$(GO) test -race -count=1 ./...
