@@ -25,6 +25,11 @@ import (
 // RequiresLegacyProtocol are passed on when inner has them. Wrap one
 // transport once, for one mcp-go client. A nil inner panics; nil options
 // are ignored.
+//
+// The params of a request inner is given are the Client's, reused for a
+// later request once its SendRequest returns: inner must have written
+// them by then (mcp-go's transports marshal a request before they send
+// it), and must not keep them.
 func (c *Client) Transport(inner transport.Interface, opts ...TransportOption) transport.Interface {
 	if inner == nil {
 		panic("deadlinemcpgo: Client.Transport(nil)")
