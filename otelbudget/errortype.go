@@ -10,11 +10,12 @@ import (
 // HTTP status codes. docs/attributes.md lists the whole set.
 const (
 	errTypeAttemptTimeout = "attempt_timeout"
-	errTypeDeadline       = "deadline_exceeded" // = deadline.ReasonDeadline.String()
-	errTypeCanceled       = "canceled"          // = deadline.ReasonCanceled.String()
-	errTypePanic          = "panic"             // = deadline.ReasonPanic.String()
-	errTypeInvalidPolicy  = "invalid_policy"    // deadline.PolicyError
-	errTypeOther          = "_OTHER"            // semantic conventions: none of the above
+	errTypeDeadline       = "deadline_exceeded"    // = deadline.ReasonDeadline.String()
+	errTypeCanceled       = "canceled"             // = deadline.ReasonCanceled.String()
+	errTypePanic          = "panic"                // = deadline.ReasonPanic.String()
+	errTypeInvalidPolicy  = "invalid_policy"       // deadline.PolicyError
+	errTypeRefused        = ErrorTypeServerRefused // a server's refusal as its caller sees it (mcpbudget.RefusedError): its SERVER span's value
+	errTypeOther          = "_OTHER"               // semantic conventions: none of the above
 )
 
 // lastReason is the last stop reason this version knows.
@@ -55,7 +56,8 @@ func callErrorType(r deadline.Reason) string {
 // method whose value is in the set gives that value (a
 // deadlinehttp.StatusError its status code, a StopError its stop reason, an
 // AttemptTimeoutError "attempt_timeout", an attempt error of deadlinegrpc
-// its gRPC status code's name). Anything else, Go type names and
+// its gRPC status code's name, an MCP server's refusal
+// (mcpbudget.RefusedError) "deadline_refused"). Anything else, Go type names and
 // unknown ErrorType() values included, is "_OTHER".
 func errorType(err error) string {
 	if err == nil {
@@ -105,11 +107,11 @@ func knownErrorType(err error) (string, bool) {
 }
 
 // documented reports whether s is in the set of error.type values
-// docs/attributes.md lists: the project's own, the stop reasons and an HTTP
-// status code.
+// docs/attributes.md lists: the project's own, the stop reasons, an HTTP
+// status code and a gRPC code's name.
 func documented(s string) bool {
 	switch s {
-	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeOther:
+	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeRefused, errTypeOther:
 		return true
 	}
 	for r := deadline.ReasonNotRetryable; r <= lastReason; r++ {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -79,8 +80,10 @@ type ClientOption = mcpbudget.ClientOption
 // error mapping drops, and unwraps to that mapping (errors.Is(err,
 // mcp.ErrMethodNotFound) holds); a transport error.
 type Client struct {
-	core  *mcpbudget.Client
-	hints mcpbudget.ToolHints[budgetTransport] // per wrapped transport: one session each
+	core   *mcpbudget.Client
+	key    []byte                               // core.Key()
+	hints  mcpbudget.ToolHints[budgetTransport] // per wrapped transport: one session each
+	params sync.Pool                            // *budgetParams, reused by the requests of every transport
 }
 
 // CancelWait is how long a [Client] waits for notifications/cancelled to
@@ -96,7 +99,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core}, nil
+	return &Client{core: core, key: []byte(core.Key())}, nil
 }
 
 // ResponseError is a JSON-RPC error a server answered, other than a

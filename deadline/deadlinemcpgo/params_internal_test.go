@@ -2,6 +2,7 @@ package deadlinemcpgo
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -25,18 +26,52 @@ func TestBudgetParams(t *testing.T) {
 		{"modern map", map[string]json.RawMessage{"name": json.RawMessage(`"s"`), "_meta": json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`)}, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + k + `:870,"traceparent":"00-x"},"name":"s"}`},
 		{"an array", []int{1}, `[1]`},
 	} {
-		p := &budgetParams{inner: tc.inner, key: "io.github.deadlinebudget/budget-ms", ms: 870}
+		p := testParams(tc.inner, "io.github.deadlinebudget/budget-ms", 870)
 		p.SetMeta("traceparent", "00-x")
 		p.SetMeta("io.github.deadlinebudget/budget-ms", "ignored")
 		b, err := json.Marshal(p)
 		require.NoError(t, err, tc.name)
 		assert.JSONEq(t, tc.want, string(b), tc.name)
 	}
-	p := &budgetParams{key: "k/x", ms: 1}
+	p := testParams(nil, "k/x", 1)
 	p.SetMeta("t", "\x00é")
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"_meta":{"k/x":1,"t":"\u0000é"}}`, string(b))
+}
+
+func testParams(inner any, key string, ms int64) *budgetParams {
+	return &budgetParams{inner: inner, key: key, keyBytes: []byte(key), ms: ms}
+}
+
+// The params a Client reuses from one request to the next carry nothing
+// of the previous request: not its members, its _meta or its SetMeta keys,
+// whatever the size of either.
+func TestBudgetParamsReused(t *testing.T) {
+	c, err := NewClient()
+	require.NoError(t, err)
+	const k = `"io.github.deadlinebudget/budget-ms"`
+	for _, tc := range []struct {
+		inner any
+		extra bool
+		want  string
+	}{
+		{map[string]json.RawMessage{"name": json.RawMessage(`"first"`), "arguments": json.RawMessage(`{"q":"` + strings.Repeat("x", 300) + `"}`),
+			"_meta": json.RawMessage(`{"a":1}`)}, true, `{"_meta":{` + k + `:9,"a":1,"traceparent":"00-x"},"arguments":{"q":"` + strings.Repeat("x", 300) + `"},"name":"first"}`},
+		{map[string]json.RawMessage{"name": json.RawMessage(`"s"`)}, false, `{"_meta":{` + k + `:9},"name":"s"}`},
+		{nil, false, `{"_meta":{` + k + `:9}}`},
+		{mcp.CallToolParams{Name: "t"}, false, `{"_meta":{` + k + `:9},"name":"t"}`},
+	} {
+		p := c.getParams(tc.inner)
+		p.ms = 9
+		if tc.extra {
+			p.SetMeta("traceparent", "00-x")
+		}
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		assert.JSONEq(t, tc.want, string(b))
+		c.putParams(p)
+	}
 }
 
 func TestMetaObject(t *testing.T) {
@@ -64,7 +99,7 @@ func FuzzBudgetParams(f *testing.F) {
 		if json.Unmarshal([]byte(s), &inner) != nil {
 			return
 		}
-		p := &budgetParams{inner: inner, key: "k/x", ms: 7}
+		p := testParams(inner, "k/x", 7)
 		b, err := json.Marshal(p)
 		if err != nil {
 			return // a _meta that is not valid: encoding/json's own error

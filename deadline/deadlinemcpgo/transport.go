@@ -25,6 +25,11 @@ import (
 // RequiresLegacyProtocol are passed on when inner has them. Wrap one
 // transport once, for one mcp-go client. A nil inner panics; nil options
 // are ignored.
+//
+// The params of a request inner is given are the Client's, reused for a
+// later request once its SendRequest returns: inner must have written
+// them by then (mcp-go's transports marshal a request before they send
+// it), and must not keep them.
 func (c *Client) Transport(inner transport.Interface, opts ...TransportOption) transport.Interface {
 	if inner == nil {
 		panic("deadlinemcpgo: Client.Transport(nil)")
@@ -130,7 +135,8 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 		tool = ToolName(req.Params)
 	}
 	p := c.core.Policy(ctx, req.Method, tool, t.safe(req.Method, tool))
-	params := &budgetParams{inner: req.Params, key: c.core.Key()}
+	params := c.getParams(req.Params)
+	defer c.putParams(params)
 	id := req.ID
 	req.Params = params
 	resp, err := deadline.Do(ctx, c.core.Deadline(ctx), p, func(actx context.Context, info deadline.AttemptInfo) (*transport.JSONRPCResponse, error) {
@@ -207,11 +213,40 @@ func (t *budgetTransport) cancel(ctx context.Context, req transport.JSONRPCReque
 // budgetParams are a request's params as sent: the caller's, with the
 // attempt's budget (ms) under key in their _meta. They are written when
 // the transport marshals the request; the caller's params are not changed.
+// They are the Client's, reused from one request to the next (with the
+// buffer they are written into): a wrapped transport must be done with
+// them when its SendRequest returns, as mcp-go's own transports are (each
+// marshals the request before it sends it).
 type budgetParams struct {
-	inner any
-	key   string
-	ms    int64
-	extra []string // key, value, … set by SetMeta for the attempt
+	inner    any
+	key      string
+	keyBytes []byte // key, for bytes.Contains without a conversion per request
+	ms       int64
+	extra    []string // key, value, … set by SetMeta for the attempt
+	buf      []byte   // what MarshalJSON wrote last; encoding/json copies it
+}
+
+// maxKeptParams is the largest buffer a budgetParams keeps for the next
+// request: a request with large arguments does not pin its buffer.
+const maxKeptParams = 16 << 10
+
+// getParams returns the budgetParams of one request whose params are inner.
+func (c *Client) getParams(inner any) *budgetParams {
+	p, _ := c.params.Get().(*budgetParams)
+	if p == nil {
+		p = &budgetParams{key: c.core.Key(), keyBytes: c.key}
+	}
+	p.inner = inner
+	return p
+}
+
+// putParams keeps p for another request.
+func (c *Client) putParams(p *budgetParams) {
+	p.inner, p.ms, p.extra = nil, 0, p.extra[:0]
+	if cap(p.buf) > maxKeptParams {
+		p.buf = nil
+	}
+	c.params.Put(p)
 }
 
 // SetMeta adds key (not the budget's) to the attempt's _meta.
@@ -239,7 +274,8 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" || string(b) == "{}" {
-		return p.meta(nil), nil
+		p.buf = p.meta(p.buf[:0])
+		return p.buf, nil
 	}
 	if b[0] != '{' {
 		return b, nil // not an object: no _meta can be carried (JSON-RPC allows an array)
@@ -249,7 +285,7 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 		out[len(out)-1] = ','
 		return append(out, b[1:]...), nil
 	}
-	if i := metaObject(b); i > 0 && !bytes.Contains(b, []byte(p.key)) {
+	if i := metaObject(b); i > 0 && !bytes.Contains(b, p.keyBytes) {
 		// The _meta object the caller (or mcp-go, for protocol 2026-07-28)
 		// wrote: the budget spliced in after its brace.
 		out := make([]byte, 0, len(b)+len(p.key)+32)
@@ -289,10 +325,11 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 // holds the key already), for MarshalJSON's general path.
 func (p *budgetParams) rawMap(m map[string]json.RawMessage) ([]byte, bool) {
 	meta, hasMeta := m["_meta"]
-	if t := bytes.TrimSpace(meta); hasMeta && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(p.key))) {
+	if t := bytes.TrimSpace(meta); hasMeta && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, p.keyBytes)) {
 		return nil, false
 	}
-	keys := make([]string, 0, len(m)+1)
+	var small [8]string // a request's params have a handful of members: sorted on the stack
+	keys := small[:0]
 	n := 64 + len(p.key)
 	for k, v := range m {
 		keys = append(keys, k)
@@ -302,7 +339,7 @@ func (p *budgetParams) rawMap(m map[string]json.RawMessage) ([]byte, bool) {
 		keys = append(keys, "_meta")
 	}
 	slices.Sort(keys)
-	out := make([]byte, 0, n)
+	out := slices.Grow(p.buf[:0], n)
 	out = append(out, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -323,7 +360,8 @@ func (p *budgetParams) rawMap(m map[string]json.RawMessage) ([]byte, bool) {
 			out = append(out, '}')
 		}
 	}
-	return append(out, '}'), true
+	p.buf = append(out, '}')
+	return p.buf, true
 }
 
 // meta appends {"_meta":{"key":ms, extra…}} to dst.

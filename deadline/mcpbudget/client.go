@@ -2,6 +2,7 @@ package mcpbudget
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -168,7 +169,42 @@ func RequestPolicy(ctx context.Context) (deadline.Policy, bool) {
 // ([Client.Deadline]), the policy ([Client.Policy]) and, per attempt, the
 // _meta value ([Client.Meta]). It is safe for concurrent use; its
 // configuration is fixed once created.
-type Client struct{ cfg clientConfig }
+type Client struct {
+	cfg   clientConfig
+	names callNames
+}
+
+// callNames holds [CallName]'s names, so that a request's default name is
+// built once per method and tool, not once per request: the client's
+// allocations are counted per tool call. It keeps at most maxCallNames
+// (tool names are the caller's: unbounded); past that, names are built
+// per request.
+type callNames struct {
+	mu sync.RWMutex
+	m  map[[2]string]string
+}
+
+const maxCallNames = 1024
+
+func (n *callNames) get(method, tool string) string {
+	k := [2]string{method, tool}
+	n.mu.RLock()
+	name, ok := n.m[k]
+	n.mu.RUnlock()
+	if ok {
+		return name
+	}
+	name = CallName(method, tool)
+	n.mu.Lock()
+	if n.m == nil {
+		n.m = make(map[[2]string]string)
+	}
+	if len(n.m) < maxCallNames {
+		n.m[k] = name
+	}
+	n.mu.Unlock()
+	return name
+}
 
 // NewClient returns a Client configured by opts. It checks the options
 // once, here: an invalid policy ([WithPolicy]), WithDefaultBudget(d <= 0),
@@ -226,7 +262,7 @@ func (c *Client) Deadline(ctx context.Context) deadline.Deadline {
 func (c *Client) Policy(ctx context.Context, method, tool string, safe bool) deadline.Policy {
 	p := c.choose(ctx, method, tool)
 	if p.Name == "" {
-		p.Name = CallName(method, tool)
+		p.Name = c.names.get(method, tool)
 	}
 	if p.Limiter == nil {
 		p.Limiter = c.cfg.limiter

@@ -3,6 +3,7 @@ package mcpbudget_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,4 +65,19 @@ func TestMeta(t *testing.T) {
 	assert.Equal(t, "x", m["traceparent"])
 	assert.InDelta(t, 3600000, m[mcpbudget.MetaKey], 1000)
 	assert.Equal(t, int64(1), mcpbudget.Meta(context.Background()), "no deadline: 1")
+}
+
+// A request's default name is the same whether or not the client built it
+// before, for more tools than it keeps names of.
+func TestClientPolicyNames(t *testing.T) {
+	c, err := mcpbudget.NewClient()
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 2 {
+		for i := range 1100 {
+			tool := "t" + strconv.Itoa(i)
+			assert.Equal(t, "MCP tools/call "+tool, c.Policy(ctx, "tools/call", tool, true).Name)
+		}
+		assert.Equal(t, "MCP tools/list", c.Policy(ctx, "tools/list", "", true).Name)
+	}
 }

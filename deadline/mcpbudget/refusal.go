@@ -81,8 +81,9 @@ func (e *RefusedError) Error() string {
 // Unwrap returns the SDK's error.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// ErrorType returns "deadline_refused", the error.type of a refusal on
-// spans (otelbudget).
+// ErrorType returns "deadline_refused": the error.type otelbudget's
+// observer gives the CLIENT span of the refused attempt, the same value
+// the server's SERVER span gives the refusal (otelbudget.ErrorTypeServerRefused).
 func (e *RefusedError) ErrorType() string { return "deadline_refused" }
 
 // NewRefusedError returns the [*RefusedError] of a JSON-RPC error whose

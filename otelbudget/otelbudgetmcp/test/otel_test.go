@@ -162,7 +162,8 @@ func TestToolCallSpans(t *testing.T) {
 }
 
 // A server's refusal is an Error on its SERVER span, with the reason; the
-// client's attempt span says the attempt failed and was not retried.
+// client's attempt span says the attempt failed, was not retried, and was
+// refused (error.type deadline_refused, as on the SERVER span).
 func TestRefusalSpans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
@@ -177,6 +178,8 @@ func TestRefusalSpans(t *testing.T) {
 		assert.Equal(t, codes.Error, call.Status().Code)
 		require.Len(t, clients, 1)
 		assert.False(t, attrs(clients[0])[otelbudget.AttrAttemptRetryable].AsBool())
+		assert.Equal(t, otelbudget.ErrorTypeServerRefused, attrs(clients[0])["error.type"].AsString())
+		assert.Equal(t, codes.Error, clients[0].Status().Code)
 		require.Len(t, servers, 1)
 		s := servers[0]
 		a := attrs(s)

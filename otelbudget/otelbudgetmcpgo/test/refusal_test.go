@@ -22,7 +22,8 @@ import (
 
 // A refusal on an mcp-go server: the SERVER span says so with the
 // deadline.server.* attributes and error.type deadline_refused, the CLIENT
-// span fails with the server's message, in one trace (in process).
+// span fails with the server's message and the same error.type, in one
+// trace (in process).
 func TestRefusalSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -49,8 +50,9 @@ func TestRefusalSpans(t *testing.T) {
 	assert.Equal(t, "deadline_refused", srv["error.type"])
 	assert.Equal(t, codes.Error, byKind[trace.SpanKindServer].Status().Code)
 	// The CLIENT span is the attempt's: otelbudget's observer sets its
-	// error.type from its own set, as for the go-sdk's.
+	// error.type from the refusal's own ErrorType, as for the go-sdk's.
 	assert.Equal(t, codes.Error, byKind[trace.SpanKindClient].Status().Code)
+	assert.Equal(t, otelbudget.ErrorTypeServerRefused, attrMap(byKind[trace.SpanKindClient])["error.type"])
 	assert.Contains(t, byKind[trace.SpanKindClient].Status().Description, "deadline budget too small: budget-ms=")
 	assert.Equal(t, byKind[trace.SpanKindInternal].SpanContext().TraceID(), byKind[trace.SpanKindServer].SpanContext().TraceID())
 }
