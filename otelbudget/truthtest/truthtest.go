@@ -33,8 +33,9 @@ const Floor = 20 * time.Millisecond
 // Budget is the budget of every generated run.
 const Budget = time.Second
 
-// Every is the time between the starts of two successive runs of a [Set].
-const Every = 2 * time.Second
+// Interval is the time between the starts of two successive runs of a
+// [Set].
+const Interval = 2 * time.Second
 
 // maxAttempts bounds Step.MaxAttempts: the backoff's upper bound, 50ms
 // doubled per attempt, must stay an int64 of nanoseconds.
@@ -113,10 +114,16 @@ type Run struct {
 	Outcome  string
 }
 
-// End is the time the run's last call ended.
-func (r Run) End() time.Time { return r.Start.Add(r.Calls[len(r.Calls)-1].End) }
+// End is the time the run's last call ended (Start for a run without
+// calls).
+func (r Run) End() time.Time {
+	if len(r.Calls) == 0 {
+		return r.Start
+	}
+	return r.Start.Add(r.Calls[len(r.Calls)-1].End)
+}
 
-// Set describes N runs of a plan on one instance, one every [Every] from
+// Set describes N runs of a plan on one instance, one every [Interval] from
 // Start, each with a budget of [Budget] and a floor of [Floor].
 type Set struct {
 	// Instance names the instance the runs are on (Run.Instance).
@@ -142,9 +149,10 @@ type Set struct {
 var ErrInvalid = errors.New("truthtest: invalid set")
 
 // Runs generates the set's runs. It returns an error wrapping [ErrInvalid]
-// when N or FailEvery is negative, or when a step has no name, a ceiling or
-// median that is not positive, MaxAttempts outside 1 to 32, a negative or
-// non-finite Sigma, or Errors outside [0, 1].
+// when N or FailEvery is negative, the plan is empty (not nil), FailEvery
+// is positive and Failing names no step of the plan, or a step has no
+// name, a ceiling or median that is not positive, MaxAttempts outside 1 to
+// 32, a negative or non-finite Sigma, or Errors outside [0, 1].
 func (s Set) Runs() ([]Run, error) {
 	plan := s.Plan
 	if plan == nil {
@@ -156,7 +164,7 @@ func (s Set) Runs() ([]Run, error) {
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x5eed))
 	runs := make([]Run, 0, s.N)
 	for i := range s.N {
-		r := Run{Instance: s.Instance, Start: s.Start.Add(time.Duration(i) * Every), Budget: Budget, Outcome: "ok"}
+		r := Run{Instance: s.Instance, Start: s.Start.Add(time.Duration(i) * Interval), Budget: Budget, Outcome: "ok"}
 		down := s.FailEvery > 0 && i%s.FailEvery == s.FailEvery-1
 		now := time.Duration(0)
 		for _, st := range plan {
@@ -243,6 +251,12 @@ func (s Set) check(plan []Step) error {
 	}
 	if s.FailEvery < 0 {
 		return fmt.Errorf("%w: FailEvery %d: want 0 (never) or more", ErrInvalid, s.FailEvery)
+	}
+	if len(plan) == 0 {
+		return fmt.Errorf("%w: an empty plan: want one step or more (nil for Plan())", ErrInvalid)
+	}
+	if s.FailEvery > 0 && !slices.ContainsFunc(plan, func(st Step) bool { return st.Name == s.Failing }) {
+		return fmt.Errorf("%w: Failing %q with FailEvery %d: want the name of a step of the plan", ErrInvalid, s.Failing, s.FailEvery)
 	}
 	for i, st := range plan {
 		switch {

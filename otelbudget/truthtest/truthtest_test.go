@@ -27,7 +27,7 @@ func TestRunsDeterministicAndWithinTheRules(t *testing.T) {
 
 	outcomes := map[string]int{}
 	for i, r := range a {
-		assert.Equal(t, t0.Add(time.Duration(i)*Every), r.Start)
+		assert.Equal(t, t0.Add(time.Duration(i)*Interval), r.Start)
 		outcomes[r.Outcome]++
 		for _, c := range r.Calls {
 			assert.LessOrEqual(t, c.End, Budget-Floor+1, "a call ends by the floor")
@@ -74,6 +74,9 @@ func TestRunsRejectsInvalidSets(t *testing.T) {
 	for name, s := range map[string]Set{
 		"negative N":         {N: -1},
 		"negative FailEvery": {N: 1, FailEvery: -1},
+		"empty plan":         {N: 1, Plan: []Step{}},
+		"no failing step":    {N: 1, FailEvery: 3},
+		"unknown failing":    {N: 1, FailEvery: 3, Failing: "fetc"},
 		"no name":            {N: 1, Plan: step(func(s *Step) { s.Name = "" })},
 		"zero ceiling":       {N: 1, Plan: step(func(s *Step) { s.Ceiling = 0 })},
 		"zero median":        {N: 1, Plan: step(func(s *Step) { s.Median = 0 })},
