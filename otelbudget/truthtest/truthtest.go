@@ -12,8 +12,8 @@
 // them as spans or metrics (pdata, OTLP JSON) is left to each test: this
 // package imports the standard library only.
 //
-// The same [Set] gives the same runs, bit for bit, on every platform and
-// Go version that keeps math/rand/v2's PCG and its NormFloat64.
+// The same [Set] gives the same runs on every call: every draw comes from
+// math/rand/v2's PCG seeded with Set.Seed.
 package truthtest
 
 import (
