@@ -21,6 +21,7 @@ import (
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/test/fleettest"
 	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
+	"github.com/deadlinebudget/budget/otelbudget/truthtest"
 )
 
 const (
@@ -30,7 +31,7 @@ const (
 
 // sendRuns has clients clients send the runs over OTLP/HTTP, client i the
 // runs i, i+clients, …, ten runs a request, client i to cols[i%len(cols)].
-func sendRuns(t *testing.T, runs []genRun, cols ...*fleettest.Collector) {
+func sendRuns(t *testing.T, runs []truthtest.Run, cols ...*fleettest.Collector) {
 	t.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -39,7 +40,7 @@ func sendRuns(t *testing.T, runs []genRun, cols ...*fleettest.Collector) {
 		wg.Go(func() {
 			hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 			defer hc.CloseIdleConnections()
-			var mine []genRun
+			var mine []truthtest.Run
 			var ids []uint64
 			for i := c; i < len(runs); i += clients {
 				mine, ids = append(mine, runs[i]), append(ids, uint64(i))
@@ -68,11 +69,11 @@ func sendRuns(t *testing.T, runs []genRun, cols ...*fleettest.Collector) {
 }
 
 // attemptsOf counts the data set's attempts per step.
-func attemptsOf(runs []genRun) map[string]int {
+func attemptsOf(runs []truthtest.Run) map[string]int {
 	n := map[string]int{}
 	for _, r := range runs {
-		for _, c := range r.calls {
-			n["agent/"+c.step] += len(c.attempts)
+		for _, c := range r.Calls {
+			n["agent/"+c.Step] += len(c.Attempts)
 		}
 	}
 	return n
@@ -133,7 +134,7 @@ func adviseSteps(t *testing.T, file string) (map[string]float64, map[string]bool
 
 // writeTraces writes the runs as OTLP JSON lines, as a Collector's file
 // exporter does: what budgetadvise reads offline.
-func writeTraces(t *testing.T, runs []genRun) string {
+func writeTraces(t *testing.T, runs []truthtest.Run) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "traces.jsonl")
 	var data []byte
@@ -152,7 +153,7 @@ func writeTraces(t *testing.T, runs []genRun) string {
 // the same: one span rule, one estimator), fetch's p99 hidden by its
 // ceiling in both.
 func TestFleetCeilingsMatchBudgetadvise(t *testing.T) {
-	runs := truthRuns()
+	runs := truthRuns(t)
 	col, err := fleettest.Start(context.Background(), fleettest.Options{ExportInterval: exportInterval})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, col.Shutdown()) }()
@@ -205,7 +206,7 @@ func TestFleetCeilingsMatchBudgetadvise(t *testing.T) {
 // those of one Collector that received every span (the previous test's,
 // budgetadvise's).
 func TestGatewayMergesAgents(t *testing.T) {
-	runs := truthRuns()
+	runs := truthRuns(t)
 	ctx := context.Background()
 	gateway, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: exportInterval})
 	require.NoError(t, err)

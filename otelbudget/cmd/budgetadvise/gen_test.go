@@ -3,7 +3,6 @@ package main
 import (
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,13 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/deadlinebudget/budget/otelbudget/truthtest"
 )
 
 // A generated data set with a known truth: the runs of an agent's plan
 // (search, fetch, extract) on two instances, under a 1s budget and the
 // article's policies, fetch's 100ms ceiling cutting about 11% of its
-// attempts. Every duration is drawn from a seeded source, so the exact
-// percentiles, the censored share and the date range are known.
+// attempts. The runs are otelbudget/truthtest's (the connector's tests
+// draw the same ones); the types below are what this package's tests
+// write as spans and metrics, with what only they need (HTTP statuses,
+// Retry-After, the run span's exhausted_by or its absence).
 
 // genAttempt is one generated attempt.
 type genAttempt struct {
@@ -60,7 +63,7 @@ type genRun struct {
 	noRunSpan   bool
 }
 
-const genFloor = 20 * time.Millisecond
+const genFloor = truthtest.Floor
 
 // genStep is a step's policy and latency: log-normal with the median and
 // σ, a share of retryable errors.
@@ -73,13 +76,15 @@ type genStep struct {
 	errors      float64
 }
 
-// genPlan is the plan: fetch's σ puts ~11% of its attempts above its
-// 100ms ceiling (ln 2 / 0.565 ≈ 1.23 standard deviations).
-var genPlan = []genStep{
-	{"search", 250 * time.Millisecond, 2, 20 * time.Millisecond, 0.4, 0},
-	{"fetch", 100 * time.Millisecond, 3, 50 * time.Millisecond, 0.565, 0.02},
-	{"extract", 200 * time.Millisecond, 2, 30 * time.Millisecond, 0.3, 0},
-}
+// genPlan is truthtest's plan: fetch's σ puts ~11% of its attempts above
+// its 100ms ceiling.
+var genPlan = func() []genStep {
+	var plan []genStep
+	for _, s := range truthtest.Plan() {
+		plan = append(plan, genStep{s.Name, s.Ceiling, s.MaxAttempts, s.Median, s.Sigma, s.Errors})
+	}
+	return plan
+}()
 
 // genRuns plays n runs of the plan on instance, one every 2 seconds from
 // start, with a budget of 1s; every down-th run (0: none) finds fetch's
@@ -90,79 +95,35 @@ func genRuns(instance string, seed uint64, n, down int, start time.Time) []genRu
 
 // genRunsPlan is genRuns with plan's policies and latencies.
 func genRunsPlan(plan []genStep, instance string, seed uint64, n, down int, start time.Time) []genRun {
-	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	runs := make([]genRun, 0, n)
-	for i := range n {
-		r := genRun{instance: instance, start: start.Add(time.Duration(i) * 2 * time.Second), budget: time.Second, outcome: "ok"}
-		now := time.Duration(0)
-		for _, s := range plan {
-			c := genCall{step: s.name, ceiling: s.ceiling, maxAttempts: s.maxAttempts, start: now, remaining: r.budget - now}
-			for k := 1; ; k++ {
-				left := r.budget - now
-				if left <= genFloor {
-					c.reason, c.verdict = "refused", "deadline_too_small"
-					break
-				}
-				a := genAttempt{number: k, start: now, granted: s.ceiling, limit: "ceiling"}
-				if left-genFloor < s.ceiling {
-					a.granted, a.limit = left-genFloor, "deadline"
-				}
-				d := time.Duration(float64(s.median) * math.Exp(s.sigma*rng.NormFloat64()))
-				failing := s.name == "fetch" && down > 0 && i%down == down-1
-				isErr := failing || rng.Float64() < s.errors
-				switch {
-				case d >= a.granted && a.limit == "ceiling":
-					a.used, a.ended = a.granted, "attempt_timeout"
-				case d >= a.granted:
-					a.used, a.ended = a.granted, "deadline"
-				case isErr:
-					a.used, a.ended = d/4, "error"
-				default:
-					a.used, a.ended = d, "completed"
-				}
-				now += a.used
-				if a.ended == "completed" {
-					c.attempts = append(c.attempts, a)
-					c.reason, c.verdict = "success", "ok"
-					break
-				}
-				if a.ended == "deadline" {
-					c.attempts = append(c.attempts, a)
-					c.reason, c.verdict = "deadline_exceeded", "deadline_too_small"
-					break
-				}
-				if k == s.maxAttempts {
-					c.attempts = append(c.attempts, a)
-					c.reason, c.verdict = "attempts_exhausted", "operation_failed"
-					if slices.ContainsFunc(c.attempts, func(a genAttempt) bool { return a.ended == "attempt_timeout" }) {
-						c.verdict = "operation_too_slow"
-					}
-					break
-				}
-				a.wait = time.Duration(rng.Int64N(int64(50*time.Millisecond) << (k - 1)))
-				a.fits = a.wait < r.budget-now-genFloor
-				c.attempts = append(c.attempts, a)
-				if !a.fits {
-					c.reason, c.verdict = "backoff_exceeds_budget", "deadline_too_small"
-					break
-				}
-				now += a.wait
-			}
-			c.end = now
-			r.calls = append(r.calls, c)
-			if c.verdict != "ok" && r.outcome == "ok" {
-				r.outcome = "failed"
-				if c.reason != "attempts_exhausted" {
-					r.outcome = "budget_exhausted"
-				}
-			}
-			if c.reason == "attempts_exhausted" {
-				break // the plan stops on a failure other than the budget
-			}
-		}
-		runs = append(runs, r)
+	steps := make([]truthtest.Step, 0, len(plan))
+	for _, s := range plan {
+		steps = append(steps, truthtest.Step{Name: s.name, Ceiling: s.ceiling, MaxAttempts: s.maxAttempts, Median: s.median, Sigma: s.sigma, Errors: s.errors})
 	}
-	return runs
+	return genSetRuns(truthtest.Set{Instance: instance, Seed: seed, N: n, Plan: steps, Failing: "fetch", FailEvery: down, Start: start})
+}
+
+// genSetRuns generates the runs of s. The tests' sets are constants: one
+// truthtest refuses is a mistake in a test, and panics it.
+func genSetRuns(s truthtest.Set) []genRun {
+	runs, err := s.Runs()
+	if err != nil {
+		panic(err)
+	}
+	out := make([]genRun, 0, len(runs))
+	for _, r := range runs {
+		g := genRun{instance: r.Instance, start: r.Start, budget: r.Budget, outcome: r.Outcome}
+		for _, c := range r.Calls {
+			gc := genCall{step: c.Step, ceiling: c.Ceiling, maxAttempts: c.MaxAttempts, start: c.Start, end: c.End,
+				remaining: c.Remaining, reason: c.Reason, verdict: c.Verdict}
+			for _, a := range c.Attempts {
+				gc.attempts = append(gc.attempts, genAttempt{number: a.Number, start: a.Start, used: a.Used, granted: a.Granted,
+					limit: a.LimitedBy, ended: a.EndedBy, wait: a.Wait, fits: a.Fits})
+			}
+			g.calls = append(g.calls, gc)
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // traceLines writes runs as OTLP JSON, per lines of per runs each, as a

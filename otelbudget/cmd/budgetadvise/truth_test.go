@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/otelbudget/truthtest"
 )
 
 // genSet is the generated data set of the known-truth tests: 1500 runs on
@@ -22,8 +24,8 @@ type genSet struct {
 
 func newGenSet(t *testing.T) genSet {
 	t.Helper()
-	a := genRuns("agent-a", 1, 1500, 97, t0)
-	b := genRuns("agent-b", 2, 1500, 0, t0.Add(time.Second))
+	sets := truthtest.KnownTruth(t0)
+	a, b := genSetRuns(sets[0]), genSetRuns(sets[1])
 	runs := append(a, b...)
 	var last time.Time
 	for _, r := range runs {
