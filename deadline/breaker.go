@@ -73,7 +73,9 @@ type LimitError struct {
 	// Limit is the limiter's limit when it decided (0 for throttling).
 	Limit int
 	// Position is the call's place in the queue (1 the next served) when
-	// it arrived, or would have had; 0 for the breaker and throttling.
+	// it arrived, or would have had; for a waiting call a full backlog
+	// evicted, its place then (the last, beyond the backlog); 0 for the
+	// breaker and throttling.
 	Position int
 	// Queued reports that it waited in the queue before it was refused.
 	Queued bool
@@ -117,14 +119,21 @@ func (e *LimitError) ErrorType() string { return e.Cause.Reason().String() }
 // probes ([Permit.Probe]), and Probes successes close it, one failure opens
 // it again.
 //
-// # A probe never spends a caller's last budget
+// # Probes any caller that can finish carries
 //
 // A probe runs under a ceiling ([Permit.Ceiling]): ProbeCeiling, or else
-// what the call needs ([Limiter.Acquire]'s need, at least the limiter's
-// mean latency; none while neither is known). A call becomes a probe only if its budget holds that
-// ceiling twice: when the probe fails, the caller still has as much left as
-// the probe took, for a retry elsewhere or a fallback. A call with less is
-// refused as open, at once, without spending anything.
+// what the call needs ([Limiter.Acquire]'s need, at least the route's
+// learned service time and the limiter's mean latency; none while neither
+// is known): what a healthy downstream takes. A call becomes a probe if
+// its budget holds that ceiling, so a caller with about the service time
+// carries one and the breaker closes once the downstream is healthy,
+// whatever the callers' budgets (a probe once needed twice the ceiling,
+// and a breaker whose callers had 1.5× the service time stayed half-open
+// for good). It never spends a caller's last budget: the ceiling cuts a
+// probe of a downstream still failing slowly at what a healthy one needs,
+// [Do] grants it within the budget less the policy's Floor (the caller's
+// reserve), and a call whose budget cannot hold the ceiling is refused as
+// open at once, without spending anything.
 //
 // A call cut by its caller's deadline ([OutcomeCut]) is not a failure: the
 // budget, not the downstream, was too small, and a breaker that counted it
@@ -234,8 +243,10 @@ func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Dur
 		ceiling = max(need, time.Duration(l.meanNS.Load()))
 	}
 	// Nothing known of what a call needs (no need given, no latency seen):
-	// the probe runs without a ceiling of its own.
-	if !end.IsZero() && ceiling > 0 && end.Sub(now) < 2*ceiling {
+	// the probe runs without a ceiling of its own. A call whose budget
+	// cannot hold the ceiling could not finish even on a recovered
+	// downstream: refused, it keeps its whole budget.
+	if !end.IsZero() && ceiling > 0 && end.Sub(now) < ceiling {
 		return refuse()
 	}
 	l.inflight.Add(1)
@@ -252,7 +263,7 @@ func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
 			return
 		}
 		switch o {
-		case OutcomeSuccess:
+		case OutcomeSuccess, OutcomeAnswered:
 			l.probeWins++
 			if l.probeWins >= b.Probes {
 				l.failures, l.successes, l.countSince = 0, 0, now
@@ -271,7 +282,7 @@ func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
 		l.failures, l.successes, l.countSince = 0, 0, now
 	}
 	switch o {
-	case OutcomeSuccess:
+	case OutcomeSuccess, OutcomeAnswered:
 		l.successes++
 	case OutcomeFailure:
 		l.failures++

@@ -228,10 +228,20 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		return ReasonRefused, nil
 	}
 	if l := r.p.Limiter; l != nil {
+		// The limiter's rule for every call: it can still finish from a
+		// free slot, its need at least the route's, plus the floor.
+		need := r.need(a)
+		if rn := l.routeNeed(r.p.Name); rn > 0 {
+			need = max(need, r.p.Floor+rn)
+			if a.Remaining <= need {
+				r.refusal = l.refuse(LimitQueueTimeout, l.Limit(), 1, 0, need, r.end, a.Start, false)
+				return r.refusal.Cause.Reason(), nil
+			}
+		}
 		p, ok := l.tryAcquire(r.p.Name)
 		if !ok {
 			var err error
-			if p, err = l.Acquire(ctx, r.p.Name, r.end, r.need(a)); err != nil {
+			if p, err = l.Acquire(ctx, r.p.Name, r.end, need); err != nil {
 				r.refusal, _ = err.(*LimitError)
 				return r.refusal.Cause.Reason(), nil
 			}
@@ -277,11 +287,14 @@ func (r *run) need(a *AttemptInfo) time.Duration {
 
 // settle frees the attempt's limiter slot and counts it for throttling,
 // given how it ended.
-func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
+func (r *run) settle(p *Permit, ended EndedBy, err error, retry, answered bool) {
 	o := OutcomeIgnore
 	switch ended {
 	case EndedCompleted:
 		o = OutcomeSuccess
+		if answered {
+			o = OutcomeAnswered
+		}
 	case EndedError:
 		switch {
 		case errors.Is(err, ErrOverloaded):
@@ -296,14 +309,31 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry bool) {
 	case EndedDeadline:
 		o = OutcomeCut
 	}
-	// An error answer says how the downstream ended the call, not how long
+	// Only a completed call's latency is its route's service time. An
+	// error answer says how the downstream ended the call, not how long
 	// the route's work takes: a refusal answered at once, learned as the
 	// route's latency, drove its baseline to nothing and the limit down
-	// with it (the overload bench's two-route collapse).
-	p.done(o, ended != EndedError)
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
-		b.ended(o == OutcomeSuccess || o == OutcomeFailure && ended == EndedError)
+	// with it (the overload bench's two-route collapse). A call cut by its
+	// ceiling or the deadline is censored: learned at the cut, a route
+	// whose calls are cut showed a latency no higher than their deadline,
+	// and the baseline followed it up until the limit stopped limiting.
+	k := sampleNone
+	switch {
+	case ended == EndedCompleted && !answered:
+		k = sampleService
+	case ended == EndedAttemptTimeout, ended == EndedDeadline:
+		k = sampleCensored
 	}
+	p.done(o, k)
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
+		b.ended(o == OutcomeSuccess || o == OutcomeAnswered || o == OutcomeFailure && ended == EndedError)
+	}
+}
+
+// answered reports whether op's value v is an answer without the work
+// ([Policy.Answered]).
+func (r *run) answered(v any) bool {
+	return r.p.Answered != nil && r.p.Answered(v)
 }
 
 // run is the state of one call to Do, kept out of the generic function so
@@ -421,7 +451,7 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 		r.last = err
 	}
 	if permit.l != nil || r.p.RetryBudget != nil && r.p.RetryBudget.k > 0 {
-		r.settle(&permit, ended, err, retry)
+		r.settle(&permit, ended, err, retry, err == nil && r.p.Answered != nil && r.answered(v))
 	}
 	r.ended = ended
 	if r.h != nil && r.h.AttemptEnd != nil {

@@ -96,14 +96,14 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 				won, v = true, o.v
 				rd.cancelOthers(f)
 				r.ended, r.retry = EndedCompleted, false
-				r.settle(&f.permit, EndedCompleted, nil, false)
+				r.settle(&f.permit, EndedCompleted, nil, false, r.p.Answered != nil && r.answered(o.v))
 				rd.end(f, AttemptResult{EndedBy: EndedCompleted, HedgeWinner: len(rd.flights) > 1})
 			default:
 				failed = true
 				ended, e := r.classify(ctx, f.actx, &f.a, o.err)
 				retry := (ended == EndedError || ended == EndedAttemptTimeout) && r.retryable(e)
 				r.last, r.ended, r.retry, err = e, ended, retry, e
-				r.settle(&f.permit, ended, e, retry)
+				r.settle(&f.permit, ended, e, retry, false)
 				rd.end(f, AttemptResult{Err: e, Retryable: retry, EndedBy: ended})
 			}
 			f.cancel(nil)

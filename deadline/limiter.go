@@ -46,10 +46,12 @@ const (
 //
 // # Admission: can it still finish?
 //
-// A call that finds a free slot and nobody waiting takes it at once (the
-// hot path: a few atomic operations, no lock, no allocation). Otherwise it
-// is given its place in the queue only if, at that place, it can still
-// finish: its deadline, less what it needs ([Limiter.Acquire]'s need: the
+// Every call passes one rule, free slot or queue: it is admitted only if,
+// from its place, it can still finish. A call that finds a free slot and
+// nobody waiting takes it at once if its deadline less its need is ahead
+// (the hot path: a few atomic operations, no lock, no allocation).
+// Otherwise it is given its place in the queue only if, at that place, it
+// can still finish: its deadline, less what it needs ([Limiter.Acquire]'s need: the
 // learned service time of its route, and at least what the route needs
 // nine times in ten when the downstream has no queue, from the latencies
 // the limiter saw), less the wait its place implies (the calls before it ×
@@ -71,21 +73,38 @@ const (
 // LIFO ("Fail at Scale", ACM Queue 2015) and the order of Netflix's
 // LifoBlockingLimiter. Across routes a cheap call goes before a costly one
 // with the same deadline: a slot given to the call that needs less
-// finishes more calls in time. When the backlog is full, FIFO refuses the
-// newcomer, and the overloaded order refuses its oldest waiting call
-// instead.
+// finishes more calls in time. When the backlog is full, the call the
+// queue would serve last is refused ([LimitQueueFull]): under FIFO the
+// newcomer; under the overloaded order the newcomer if it would be served
+// last, else the waiting call served last (the earliest deadline less
+// twice its need), never the one served first.
+//
+// That order trusts the deadlines: a client's are its own. A server's are
+// its callers' claims, and a queue ordered by them sells places to whoever
+// claims most; [WithArrivalOrder] orders by arrival alone (FIFO, then the
+// newest first), the deadline deciding only who is refused.
 //
 // # The limit: each route's latency against its own baseline
 //
 // An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
-// in each window ([DefaultLimitWindow], at least 16 completed calls), the
-// median of log(latency ÷ the route's baseline) over the calls that ended
-// in it (those that completed or were cut: an error answer, a refusal
-// above all, comes before the work and is not timed; see [Permit.Done]),
-// the baseline being the route's typical latency when it is not
-// queued (the lowest moving average of its log-latency, drifting up 1 % a
-// window so that a downstream that really became slower is followed). When
-// the median exceeds the tolerance, queueing has started downstream, and
+// in each window ([DefaultLimitWindow], at least 16 samples), the median
+// of log(latency ÷ the route's baseline) over the calls that ended in it.
+// It learns only service time: a completed call's latency is a sample; a
+// call cut by its ceiling or its deadline is censored (its service time
+// exceeds what it ran), a sample above the tolerance when what it ran
+// already is, else nothing; a call that got no service time (an error or
+// overload answer, a canceled call) teaches nothing ([Permit.Done]). The
+// baseline is the route's typical latency when it is not queued: the
+// lowest moving average of its completed calls' log-latency. It never
+// follows a latency its own limit may have caused: it rises only when
+// every window has shown queueing for 2 s and halving the limit for two
+// windows leaves the median above the tolerance and lowers it by less than
+// √2 (a queue of the limiter's own halves with the calls in flight; a
+// downstream that really became slower does not); the limit then returns
+// to where it was. So the limit cannot ratchet up: a window's median rises
+// with the queue the limit lets build, the baseline does not, and cut
+// calls can only push the median up. When the median exceeds the
+// tolerance, queueing has started downstream, and
 // the limit is multiplied by tolerance ÷ median (at least ½), plus √limit
 // of headroom; otherwise it grows by √limit, but never above twice the
 // calls in flight in the window (Gradient2's rule for a limit the callers,
@@ -140,6 +159,7 @@ type Limiter struct {
 	origin           time.Time
 	initial          int
 	backlogSet       bool
+	arrival          bool // WithArrivalOrder
 	minWindowSamples int
 
 	mu        sync.Mutex
@@ -151,10 +171,18 @@ type Limiter struct {
 	busySince time.Time
 	// The latency window: each sample is log(latency) less its route's
 	// baseline.
-	winStart   time.Time
-	samples    []float64
-	routes     map[string]*routeStat
-	winMax     int64 // most calls in flight in the window
+	winStart  time.Time
+	samples   []float64
+	routes    map[string]*routeStat
+	winMax    int64                                 // most calls in flight in the window
+	routeView atomic.Pointer[map[string]*routeStat] // routes, for reading without the lock
+	// The baseline check (rebaseAfter): its phase (0 none, 1 draining, 2
+	// measuring), the median and the limit before it, and since when every
+	// window has shown queueing.
+	check      int
+	checkFrom  float64
+	checkLimit float64
+	aboveSince time.Time
 	failures   int
 	successes  int
 	openUntil  time.Time
@@ -181,6 +209,7 @@ type waiter struct {
 	seq, prio   uint64
 	decided     bool
 	refusal     LimitCause // when decided: LimitNone is a slot
+	at          int        // when evicted: its place then (1 the next served)
 }
 
 // LimiterOption configures a [Limiter] built by [NewLimiter].
@@ -230,6 +259,27 @@ func WithBacklog(n int) LimiterOption {
 		return nil
 	})
 }
+
+// WithArrivalOrder orders the queue by arrival alone: FIFO while it
+// empties, the newest first under a standing queue (adaptive LIFO),
+// whatever the calls' deadlines, which then only decide whether a call is
+// refused (it cannot finish from its place), never its place. A server's
+// queue needs it: there the deadline is the caller's claim (a header any
+// client can forge or leave out), and ordered by it, a request claiming a
+// large budget would be served before honest ones; package admission's
+// queues are built with it. Without it (a client's limiter, whose
+// deadlines are its own) the overloaded order is the latest deadline less
+// twice the need first (see [Limiter]).
+func WithArrivalOrder() LimiterOption {
+	return limiterOption(func(l *Limiter) error {
+		l.arrival = true
+		return nil
+	})
+}
+
+// ArrivalOrder reports whether the queue is ordered by arrival alone
+// ([WithArrivalOrder]).
+func (l *Limiter) ArrivalOrder() bool { return l.arrival }
 
 // WithLatencyTolerance sets how far the median latency may rise above the
 // baseline before the adaptive limit shrinks, in [1, 10] (default
@@ -345,15 +395,36 @@ const (
 	// nothing of the downstream; the slot is freed, nothing is learned.
 	OutcomeIgnore
 	// OutcomeCut: the caller's deadline cut the call: its latency is
-	// learned (at least this long), but it is no failure of the
+	// censored (the service time exceeds it: learned only as queueing
+	// when it already exceeds the tolerance), and it is no failure of the
 	// downstream: the budget was too small, and the breaker does not count
 	// it.
 	OutcomeCut
+	// OutcomeAnswered: the downstream answered, but without doing the
+	// work, so its latency is not service time: an authentication failure,
+	// a route not found, a request rejected by validation (HTTP's 4xx but
+	// 408 and 429). The breaker counts it as a success (the downstream is
+	// up) and throttling as accepted; the limit learns nothing from it:
+	// learned, a burst of 401s answered in 200 µs made every real call
+	// look queued and cut the limit from 32 to 4 for 98 s.
+	OutcomeAnswered
 )
+
+// What each outcome teaches:
+//
+//	outcome           latency (the limit)      breaker   throttling
+//	OutcomeSuccess    service time             success   accepted
+//	OutcomeFailure    service time             failure   accepted (Do: error answers are not timed)
+//	OutcomeCut        censored: queueing only  —         refused
+//	OutcomeOverload   nothing                  —         refused
+//	OutcomeAnswered   nothing                  success   accepted
+//	OutcomeIgnore     nothing                  —         —
 
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
 // closed: the hot path, with no allocation and no lock. When it reports
 // false, call [Limiter.Acquire], which decides whether the call may wait.
+// It knows no deadline, so it cannot check that the call can still
+// finish: a caller with one calls Acquire (which tries the hot path first).
 // On an adaptive limit it reads the clock, to learn the call's latency
 // when it is Done.
 func (l *Limiter) TryAcquire(route string) (Permit, bool) {
@@ -387,11 +458,29 @@ func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 // ctx ends. It returns the permit, or a [*LimitError]: [LimitQueueFull],
 // [LimitQueueTimeout] (matching [ErrLimited]) or [LimitOpen] (matching
 // [ErrDownstreamOpen]). A zero end means no deadline.
+//
+// Every call passes the same rule, whether it finds a free slot or a place
+// in the queue: one that could not finish even if it started now (end less
+// its need, at least the route's, is not ahead) is refused at once with
+// [LimitQueueTimeout] at position 1, and takes no slot. A negative need
+// returns a [*PolicyError].
 func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need time.Duration) (Permit, error) {
-	if p, ok := l.TryAcquire(route); ok {
-		return p, nil
+	if need < 0 {
+		return Permit{}, &PolicyError{"deadline.Limiter.Acquire need", need, ">= 0 (what the call needs once started)"}
 	}
 	now := time.Now()
+	// What the route needs nine times in ten when the downstream has no
+	// queue: its baseline plus 1.28 standard deviations, in logs.
+	need = max(need, l.routeNeed(route))
+	if !end.IsZero() && !now.Add(need).Before(end) {
+		// Not even a free slot would let it finish: the same rule for a
+		// free slot as for a place in the queue.
+		return Permit{}, l.refuse(LimitQueueTimeout, l.Limit(), 1, 0, need, end, now, false)
+	}
+	if p, ok := l.tryAcquire(route); ok {
+		p.start = now
+		return p, nil
+	}
 	if l.state.Load() != breakerClosed {
 		if p, err, decided := l.breakerAcquire(route, now, end, need); decided {
 			return p, err
@@ -404,17 +493,15 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		l.mu.Unlock()
 		return Permit{l: l, route: route, start: now}, nil
 	}
-	if rs := l.routes[route]; rs != nil && rs.n >= warmSamples {
-		// What the route needs nine times in ten with no queue: its
-		// baseline plus 1.28 standard deviations, in logs.
-		need = max(need, time.Duration(math.Exp(rs.base+needZ*math.Sqrt(rs.dev))))
-	}
 	lastStart := time.Time{}
 	if !end.IsZero() {
 		lastStart = end.Add(-need)
 	}
 	lifo := l.lifo(now)
 	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
+	if l.arrival {
+		w.key = l.origin // one key for all: the newest first
+	}
 	// Its place: FIFO behind every waiting call; in the overloaded order
 	// behind those served before it (the newest first on a tie: it).
 	place := waiting
@@ -432,11 +519,18 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		l.mu.Unlock()
 		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now, false)
 	case waiting >= backlog:
-		if backlog == 0 || !lifo || l.head == nil {
+		// The backlog is full: the call the queue would serve last leaves,
+		// the newcomer (FIFO; or served last in the overloaded order), or
+		// the waiting call the newcomer goes before. Never the first
+		// served: evicting the oldest, under the overloaded order, refused
+		// a call with most of its budget left for one that then timed out.
+		last := l.orderLast()
+		if backlog == 0 || !lifo || last == nil || place >= waiting {
 			l.mu.Unlock()
 			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now, false)
 		}
-		l.decide(l.head, LimitQueueFull)
+		last.at = waiting + 1 // behind the newcomer: beyond the backlog
+		l.decide(last, LimitQueueFull)
 	}
 	w.ready = make(chan struct{})
 	l.push(w, now)
@@ -471,6 +565,9 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	if w.refusal != LimitNone {
+		if w.at > 0 {
+			place = w.at - 1 // where it stood when it was refused
+		}
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
@@ -480,19 +577,40 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 // start, and teaches the limit and the breaker how the call ended. Calls
 // after the first, and Done on the zero Permit, do nothing.
 //
-// The limit learns the call's latency unless o is [OutcomeIgnore] or
-// [OutcomeOverload]: an overload answer comes before the work it refuses,
-// and learned as the route's latency it would make every served call look
-// queued (the baseline would fall to the refusal's latency). [Do] also
-// keeps out of the latency every call that ended in an error answer (a
-// 404, a refusal of the downstream's own, a retryable error), whatever the
-// breaker counts it as; only calls that completed or were cut by a
-// ceiling or the deadline are timed.
-func (p *Permit) Done(o Outcome) { p.done(o, o != OutcomeOverload) }
+// The limit learns only service time, from [OutcomeSuccess] and
+// [OutcomeFailure]: the call's latency. [OutcomeCut] is censored: the
+// call's latency is known only to exceed what it ran, which says the
+// downstream queued it when that already exceeds the route's baseline by
+// more than the tolerance, and nothing otherwise. [OutcomeOverload] and
+// [OutcomeIgnore] teach the limit nothing: no service time was given (an
+// overload answer comes before the work it refuses; learned as the route's
+// latency it would make every served call look queued). [Do] also keeps
+// out of the latency every call that ended in an error answer (a 404, a
+// refusal of the downstream's own, a retryable error), whatever the
+// breaker counts it as, and censors a call its ceiling cut.
+func (p *Permit) Done(o Outcome) {
+	k := sampleService
+	switch o {
+	case OutcomeCut:
+		k = sampleCensored
+	case OutcomeOverload, OutcomeIgnore, OutcomeAnswered:
+		k = sampleNone
+	}
+	p.done(o, k)
+}
 
-// done is Done, saying whether the call's latency is its route's: false
-// for an error answer, which comes before the work.
-func (p *Permit) done(o Outcome, timed bool) {
+// sampleKind is what a call that held a permit says of its route's service
+// time.
+type sampleKind uint8
+
+const (
+	sampleNone     sampleKind = iota // nothing: it got no service time
+	sampleService                    // its latency is the service time
+	sampleCensored                   // cut: the service time exceeds its latency
+)
+
+// done is Done, saying what the call's latency is.
+func (p *Permit) done(o Outcome, k sampleKind) {
 	l := p.l
 	if l == nil {
 		return
@@ -505,7 +623,7 @@ func (p *Permit) done(o Outcome, timed bool) {
 	if !l.fixed || l.breaker != nil {
 		now := time.Now()
 		l.mu.Lock()
-		l.learn(p, o, timed, now)
+		l.learn(p, o, k, now)
 		l.fill(now)
 		l.mu.Unlock()
 		return
@@ -518,11 +636,14 @@ func (p *Permit) done(o Outcome, timed bool) {
 }
 
 // routeStat is one route's latency, in log(nanoseconds): a moving average
-// and the baseline, its lowest value (drifting up 1 % a window).
+// and the baseline (see [Limiter]).
 type routeStat struct {
 	avg, base float64
 	dev       float64 // moving average of (x - avg)², its variance
 	n         int
+	// need is what the route needs nine times in ten with no queue, in
+	// nanoseconds (0 until warm): read without the lock.
+	need atomic.Int64
 }
 
 // warmSamples is how many samples a route's baseline rests on before it
@@ -536,14 +657,76 @@ var needZ = 1.28
 // maxRoutes bounds the routes a limiter keeps apart; more share one entry.
 const maxRoutes = 256
 
-// learn records one call's outcome, and its latency if timed. Under the
+// rebaseAfter is how long every window must have shown queueing before
+// the limiter checks, by halving its limit for two windows, whether the
+// latency is its own queue's or the downstream's new service time.
+const rebaseAfter = 2 * time.Second
+
+// route returns p's route's statistics, adding them. Under the lock.
+func (l *Limiter) route(name string) *routeStat {
+	if rs := l.routes[name]; rs != nil {
+		return rs
+	}
+	if len(l.routes) >= maxRoutes {
+		if rs := l.routes[""]; rs != nil {
+			return rs
+		}
+		name = ""
+	}
+	rs := &routeStat{}
+	l.routes[name] = rs
+	// A copy for the lock-free reader (Limiter.routeNeed): routes are few
+	// and added once.
+	view := make(map[string]*routeStat, len(l.routes))
+	for k, v := range l.routes {
+		view[k] = v
+	}
+	l.routeView.Store(&view)
+	return rs
+}
+
+// routeNeed is what route needs nine times in ten with no queue, 0 while
+// unknown. It takes no lock.
+func (l *Limiter) routeNeed(route string) time.Duration {
+	v := l.routeView.Load()
+	if v == nil {
+		return 0
+	}
+	rs := (*v)[route]
+	if rs == nil {
+		if len(*v) < maxRoutes {
+			return 0
+		}
+		if rs = (*v)[""]; rs == nil {
+			return 0
+		}
+	}
+	return time.Duration(rs.need.Load())
+}
+
+// learn records one call's outcome, and what its latency says. Under the
 // lock.
-func (l *Limiter) learn(p *Permit, o Outcome, timed bool, now time.Time) {
-	rtt := now.Sub(p.start)
+func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
 	if l.breaker != nil {
 		l.breakerLearn(p, o, now)
 	}
-	if o == OutcomeIgnore || !timed || l.fixed || p.start.IsZero() {
+	if o == OutcomeIgnore || k == sampleNone || l.fixed || p.start.IsZero() {
+		return
+	}
+	rtt := now.Sub(p.start)
+	if n := l.inflight.Load() + 1; n > l.winMax {
+		l.winMax = n
+	}
+	rs := l.route(p.route)
+	x := math.Log(float64(max(rtt, time.Microsecond)))
+	if k == sampleCensored {
+		// At least rtt: queueing beyond the tolerance if rtt already is,
+		// else nothing known. Never a latency: learned at the cut, a
+		// route whose calls are all cut would show a latency no higher
+		// than its deadline, and its baseline would follow it there.
+		if rs.n >= warmSamples && x-rs.base > math.Log(l.tolerance) {
+			l.sample(x-rs.base, now)
+		}
 		return
 	}
 	if l.mean == 0 {
@@ -552,20 +735,6 @@ func (l *Limiter) learn(p *Permit, o Outcome, timed bool, now time.Time) {
 		l.mean += (float64(rtt) - l.mean) / 64
 	}
 	l.meanNS.Store(int64(l.mean))
-	if n := l.inflight.Load() + 1; n > l.winMax {
-		l.winMax = n
-	}
-	rs := l.routes[p.route]
-	if rs == nil {
-		if len(l.routes) >= maxRoutes {
-			rs = l.routes[""]
-		}
-		if rs == nil {
-			rs = &routeStat{}
-			l.routes[p.route] = rs
-		}
-	}
-	x := math.Log(float64(max(rtt, time.Microsecond)))
 	switch {
 	case rs.n == 0:
 		rs.avg, rs.base = x, x
@@ -584,24 +753,53 @@ func (l *Limiter) learn(p *Permit, o Outcome, timed bool, now time.Time) {
 	if rs.n < warmSamples {
 		return // its baseline is not known yet
 	}
+	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
+	l.sample(x-rs.base, now)
+}
+
+// sample adds one log(latency / baseline) to the window, and adjusts the
+// limit when the window closes. Under the lock.
+func (l *Limiter) sample(v float64, now time.Time) {
 	if len(l.samples) < cap(l.samples) {
-		l.samples = append(l.samples, x-rs.base)
+		l.samples = append(l.samples, v)
 	} else {
-		l.samples[int(uint64(now.UnixNano())%uint64(len(l.samples)))] = x - rs.base
+		l.samples[int(uint64(now.UnixNano())%uint64(len(l.samples)))] = v
 	}
 	if now.Sub(l.winStart) < l.window || len(l.samples) < l.minWindowSamples {
 		return
 	}
 	slices.Sort(l.samples)
 	median := l.samples[len(l.samples)/2] // log(median latency / baseline)
-	for _, r := range l.routes {
-		r.base = min(r.base+0.01, r.avg)
-	}
+	tol := math.Log(l.tolerance)
 	limit := l.limitFloat
 	headroom := math.Sqrt(limit)
-	if tol := math.Log(l.tolerance); median > tol {
+	switch {
+	case l.check == 1:
+		l.check = 2 // the window the halved limit drained the queue in
+	case l.check == 2:
+		// Halving what was in flight left the latency above the tolerance
+		// and it fell by less than √2 (a queue of ours halves with it):
+		// the downstream's service time rose. The baselines follow, and
+		// the limit goes back to where it was.
+		l.check = 0
+		if median > tol && median > l.checkFrom-math.Ln2/2 {
+			for _, r := range l.routes {
+				r.base = min(r.base+median, max(r.avg, r.base))
+			}
+			limit = l.checkLimit
+		}
+	case median > tol:
+		if l.aboveSince.IsZero() {
+			l.aboveSince = l.winStart
+		}
+		if now.Sub(l.aboveSince) >= rebaseAfter {
+			l.check, l.checkFrom, l.checkLimit, l.aboveSince = 1, median, limit, time.Time{}
+			limit /= 2
+			break
+		}
 		limit = limit*max(math.Exp(tol-median), 0.5) + headroom
-	} else {
+	default:
+		l.aboveSince = time.Time{}
 		// Grow, but never far above what the callers use: twice the most
 		// calls in flight in the window (Gradient2's rule for a limit the
 		// caller, not the downstream, bounds). A burst may then double

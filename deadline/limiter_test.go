@@ -211,8 +211,8 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
 
 		time.Sleep(time.Second)
-		_, err = l.Acquire(context.Background(), "r", time.Now().Add(150*time.Millisecond), 0)
-		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "150ms cannot afford a 100ms probe twice")
+		_, err = l.Acquire(context.Background(), "r", time.Now().Add(90*time.Millisecond), 0)
+		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "90ms cannot hold a 100ms probe")
 		assert.Equal(t, "half_open", l.BreakerState())
 		p1, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)
@@ -612,4 +612,63 @@ func BenchmarkLimiterPlaceDeepQueue(b *testing.B) {
 			held.Done(deadline.OutcomeSuccess)
 		})
 	}
+}
+
+// TestLimiterEvictsTheLastServed: a full backlog under the overloaded
+// order refuses the call it would serve last, never the one it would serve
+// first, and says where that call stood. Before, it evicted the oldest
+// waiting call: a 1 s call with 850 ms left made room for a 100 ms call,
+// which then timed out, and nothing was served.
+func TestLimiterEvictsTheLastServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithFixedLimit(1), deadline.WithBacklog(1))
+		held, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		type result struct {
+			p   deadline.Permit
+			err error
+		}
+		long := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 10*time.Millisecond)
+			long <- result{p, err}
+		}()
+		synctest.Wait()
+		time.Sleep(150 * time.Millisecond) // a standing queue: the overloaded order
+		_, err := l.Acquire(context.Background(), "r", time.Now().Add(100*time.Millisecond), 10*time.Millisecond)
+		var le *deadline.LimitError
+		require.ErrorAs(t, err, &le, "the newcomer would be served after the 1 s call: it is the one refused")
+		assert.Equal(t, deadline.LimitQueueFull, le.Cause)
+		assert.Equal(t, 2, le.Position, "behind the 1 s call")
+		held.Done(deadline.OutcomeSuccess)
+		r := <-long
+		require.NoError(t, r.err, "the call served first keeps its place")
+		r.p.Done(deadline.OutcomeSuccess)
+
+		// The other way round: a newcomer served first evicts the waiting
+		// call served last, which learns where it stood.
+		held, ok = l.TryAcquire("r")
+		require.True(t, ok)
+		short := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(400*time.Millisecond), 10*time.Millisecond)
+			short <- result{p, err}
+		}()
+		synctest.Wait()
+		time.Sleep(150 * time.Millisecond)
+		newer := make(chan result, 1)
+		go func() {
+			p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 10*time.Millisecond)
+			newer <- result{p, err}
+		}()
+		r = <-short
+		require.ErrorAs(t, r.err, &le)
+		assert.Equal(t, deadline.LimitQueueFull, le.Cause)
+		assert.True(t, le.Queued)
+		assert.Equal(t, 2, le.Position, "evicted from behind the newcomer, beyond the backlog of 1")
+		held.Done(deadline.OutcomeSuccess)
+		r = <-newer
+		require.NoError(t, r.err)
+		r.p.Done(deadline.OutcomeSuccess)
+	})
 }

@@ -113,6 +113,19 @@ func (l *Limiter) orderFirst() *waiter {
 	return t
 }
 
+// orderLast returns the call served last, nil if none waits. Under the
+// lock.
+func (l *Limiter) orderLast() *waiter {
+	t := l.order
+	if t == nil {
+		return nil
+	}
+	for t.right != nil {
+		t = t.right
+	}
+	return t
+}
+
 // orderPlace returns how many waiting calls would be served before a
 // newcomer w (not in the order). Under the lock.
 func (l *Limiter) orderPlace(w *waiter) int {

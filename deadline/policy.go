@@ -84,6 +84,15 @@ type Policy struct {
 	// ceiling. Nil (the default): no limit, and Do's cost is unchanged.
 	Limiter *Limiter
 
+	// Answered, when set, says whether a value op returned without error
+	// is an answer given without the work ([OutcomeAnswered]: an
+	// authentication failure, a route not found, a validation error): its
+	// latency is then not taught to the Limiter, which would take the
+	// downstream for fast. deadlinehttp's Transport sets it for 4xx
+	// answers but 408 and 429 when the policy has none. Asked only with a
+	// Limiter, or a RetryBudget that throttles; v is op's value.
+	Answered func(v any) bool
+
 	// Hedge, when set with MaxHedges > 0, turns on hedged attempts: when
 	// an attempt has run for the hedge delay without returning, another
 	// one starts alongside it, and the first success wins (see [Hedge] and

@@ -92,8 +92,10 @@ type Config struct {
 	// Limiter, when not nil, bounds them with an adaptive limit instead
 	// ([deadline.Limiter], its limit following the handlers' latency, with
 	// the same waiting rule as Queue's); several Admitters may share one.
-	// Set Queue or Limiter, not both. A refusal of its breaker is answered
-	// as [RefusalQueueFull].
+	// Set Queue or Limiter, not both. It must be built with
+	// [deadline.WithArrivalOrder] (the budget a caller claims must not buy
+	// its place: see [Queue]). A refusal of its breaker is answered as
+	// [RefusalQueueFull].
 	Limiter *deadline.Limiter
 }
 
@@ -115,8 +117,8 @@ type Admitter struct {
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
-// naming the first problem: invalid Limits ([Limits.Validate]), an invalid
-// [Learned].
+// naming the first problem: invalid Limits ([Limits.Validate]), both Queue
+// and Limiter, a Limiter not in arrival order, an invalid [Learned].
 func NewAdmitter(c Config) (*Admitter, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return nil, err
@@ -127,6 +129,9 @@ func NewAdmitter(c Config) (*Admitter, error) {
 		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "set with Queue", Allowed: "Queue or Limiter, not both"}
 	case c.Queue != nil:
 		g.limiter = c.Queue.l
+	case c.Limiter != nil && !c.Limiter.ArrivalOrder():
+		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "ordered by deadline",
+			Allowed: "a Limiter built with deadline.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
 	}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {

@@ -48,16 +48,22 @@ const LIFOAfter = deadline.LIFOAfter
 // misses cascade (the domino effect); with the uniform budgets of one
 // route it is FIFO.
 //
-// When the backlog is full, a FIFO queue refuses the new call; a LIFO queue
-// admits it and refuses its oldest waiting call instead, which is the least
-// likely to finish.
+// The order is by arrival alone, never by the budget a call claims: the
+// budget is the caller's word (a header any client can forge or leave
+// out), and a queue ordered by it would serve a request claiming the
+// maximum before honest ones. The claim only decides whether a call is
+// refused (it can no longer finish from its place) and clamps its budget
+// to the maximum. (A client's [deadline.Limiter] orders its own calls by
+// their deadlines, which are its own.)
 //
-// A Queue is a [deadline.Limiter] with a fixed limit: the waiting rule and
-// the order are written once, there, and shared with the client side's
-// limit ([deadline.Policy.Limiter]); with mixed budgets its overloaded
-// order serves the latest deadline first, which for one route's uniform
-// budgets is the newest. [Config.Limiter] gives a server an adaptive limit
-// in its place.
+// When the backlog is full, a FIFO queue refuses the new call; a LIFO queue
+// admits it and refuses its oldest waiting call instead, the one it would
+// serve last.
+//
+// A Queue is a [deadline.Limiter] with a fixed limit in arrival order
+// ([deadline.WithArrivalOrder]): the waiting rule is written once, there,
+// and shared with the client side's limit ([deadline.Policy.Limiter]).
+// [Config.Limiter] gives a server an adaptive limit in its place.
 //
 // It is safe for concurrent use. A waiting call is the caller's own
 // goroutine, blocked until it gets a slot or leaves; the queue starts no
@@ -78,7 +84,7 @@ func NewQueue(limit, backlog int) (*Queue, error) {
 	case backlog < 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	l, err := deadline.NewLimiter(deadline.WithFixedLimit(limit), deadline.WithBacklog(backlog))
+	l, err := deadline.NewLimiter(deadline.WithFixedLimit(limit), deadline.WithBacklog(backlog), deadline.WithArrivalOrder())
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,9 @@ func WithAdmissionQueue(limit, backlog int) ServerOption {
 // against its baseline per method, with the same waiting rule and answers
 // (DEADLINE_EXCEEDED with [RefusedTrailer] "reason=queue_timeout" when a
 // waiting RPC can no longer finish, RESOURCE_EXHAUSTED when the backlog is
-// full or its breaker open). Streams are not limited. Setting both makes
+// full or its breaker open). Streams are not limited. l must be built with
+// [deadline.WithArrivalOrder]: the deadline a client sends must not buy
+// its place in the queue. Setting both, or l in deadline order, makes
 // NewServer return a [*deadline.PolicyError]; a nil l adds nothing.
 func WithAdmissionLimiter(l *deadline.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })

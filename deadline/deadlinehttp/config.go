@@ -207,7 +207,10 @@ func WithRetryBudget(b *deadline.RetryBudget) Option {
 // [deadline.ErrDownstreamOpen], never context.DeadlineExceeded. A 429, 503
 // or 529 answer is marked [deadline.Overloaded]: an overload for the
 // limiter and for client-side throttling ([deadline.WithThrottle] on the
-// retry budget), not a failure for its breaker. A policy that has its own
+// retry budget), not a failure for its breaker. Any other 4xx but 408 is
+// an answer given without the work ([deadline.OutcomeAnswered], through
+// [deadline.Policy.Answered] unless the policy sets its own): a success for
+// the breaker, no latency for the limit. A policy that has its own
 // limiter keeps it. A nil l adds nothing; one not built by
 // [deadline.NewLimiter] makes every RoundTrip return a
 // [*deadline.PolicyError].

@@ -222,8 +222,10 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // baseline per route, with the same waiting rule and answers (504 with
 // [RefusedHeader] "reason=queue_timeout" when a waiting request can no
 // longer finish, 503 when the backlog is full or its breaker open). Several
-// handlers may share one. Setting both makes NewHandler return a
-// [*deadline.PolicyError]; a nil l adds nothing.
+// handlers may share one. l must be built with [deadline.WithArrivalOrder]:
+// the budget header is the client's claim and must not buy its place in
+// the queue. Setting both, or l in deadline order, makes NewHandler return
+// a [*deadline.PolicyError]; a nil l adds nothing.
 func WithAdmissionLimiter(l *deadline.Limiter) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.limiter = l })
 }

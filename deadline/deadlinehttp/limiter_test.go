@@ -104,7 +104,7 @@ func TestTransportOverloadMarked(t *testing.T) {
 // queue, with the same answers.
 func TestHandlerAdmissionLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1))
+		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1), deadline.WithArrivalOrder())
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int32
@@ -136,5 +136,126 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		var pe *deadline.PolicyError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "admission.Config.Limiter", pe.Field)
+	})
+}
+
+// TestHandlerQueueOrderIgnoresTheClaim: under a standing queue, requests
+// that forge the budget header (9999999999 ms, clamped to the maximum) or
+// send none are served exactly where honest requests arriving at the same
+// instants would be: the claim buys no place, with the fixed queue and
+// with the adaptive limiter. Before, the queue served the largest deadline
+// first, and both went ahead of every honest 300 ms request.
+func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
+	run := func(t *testing.T, opt func() deadlinehttp.HandlerOption, forge bool) []string {
+		var order []string
+		synctest.Test(t, func(t *testing.T) {
+			var mu sync.Mutex
+			release := make(chan struct{})
+			h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				id := r.URL.Query().Get("id")
+				if id == "hold" {
+					<-release
+					return
+				}
+				mu.Lock()
+				order = append(order, id)
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}), opt(), deadlinehttp.WithMaxBudget(3*time.Second), deadlinehttp.WithFloor(time.Millisecond))
+			require.NoError(t, err)
+			var wg sync.WaitGroup
+			send := func(id, header string) {
+				req := httptest.NewRequest(http.MethodGet, "/?id="+id, nil)
+				if header != "" {
+					req.Header.Set(deadlinehttp.DefaultHeader, header)
+				}
+				wg.Go(func() { h.ServeHTTP(httptest.NewRecorder(), req) })
+				synctest.Wait()
+				time.Sleep(10 * time.Millisecond)
+			}
+			send("hold", "5000")
+			send("h1", "400")
+			time.Sleep(deadline.LIFOAfter) // a standing queue
+			forged, missing := "300", "300"
+			if forge {
+				forged, missing = "9999999999", ""
+			}
+			send("forged", forged)
+			send("h2", "300")
+			send("missing", missing)
+			send("h3", "300")
+			close(release)
+			wg.Wait()
+		})
+		return order
+	}
+	for name, opt := range map[string]func() deadlinehttp.HandlerOption{
+		"queue": func() deadlinehttp.HandlerOption { return deadlinehttp.WithAdmissionQueue(1, 10) },
+		"limiter": func() deadlinehttp.HandlerOption {
+			l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(10), deadline.WithArrivalOrder())
+			require.NoError(t, err)
+			return deadlinehttp.WithAdmissionLimiter(l)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			honest := run(t, opt, false)
+			claimed := run(t, opt, true)
+			assert.Equal(t, []string{"h3", "missing", "h2", "forged", "h1"}, honest, "adaptive LIFO by arrival")
+			assert.Equal(t, honest, claimed, "a forged or missing budget changes no place")
+		})
+	}
+}
+
+// rtFunc is an in-memory base RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestTransportFastRejectionsTeachNoLatency: a 1 s burst of 401s answered
+// in 200 µs moves the limit by at most 10 %: answered without the work,
+// they are OutcomeAnswered, not service time. Before, the limit fell from
+// 32 to 4 and stayed there for 98 s.
+func TestTransportFastRejectionsTeachNoLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := deadline.NewLimiter()
+		require.NoError(t, err)
+		var reject atomic.Bool
+		base := rtFunc(func(r *http.Request) (*http.Response, error) {
+			d, code := 20*time.Millisecond, http.StatusOK
+			if reject.Load() {
+				d, code = 200*time.Microsecond, http.StatusUnauthorized
+			}
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+			return &http.Response{StatusCode: code, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+		})
+		tr := deadlinehttp.NewTransport(base, deadlinehttp.WithLimiter(l))
+		var wg sync.WaitGroup
+		send := func(d time.Duration) {
+			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				wg.Go(func() {
+					req := httptest.NewRequest(http.MethodGet, "http://downstream/", nil)
+					req.RequestURI = ""
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					defer cancel()
+					if resp, err := tr.RoundTrip(req.WithContext(ctx)); err == nil {
+						resp.Body.Close()
+					}
+				})
+			}
+		}
+		send(3 * time.Second)
+		before := l.Limit()
+		reject.Store(true)
+		send(time.Second)
+		reject.Store(false)
+		send(2 * time.Second)
+		wg.Wait()
+		after := l.Limit()
+		t.Logf("limit %d before the burst of 401s, %d after", before, after)
+		assert.InDelta(t, before, after, 0.1*float64(before))
 	})
 }

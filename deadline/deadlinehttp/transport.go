@@ -236,6 +236,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			p.Hedge, hedging = &h, true
 		}
 	}
+	if p.Answered == nil {
+		p.Answered = answeredWithoutWork
+	}
 	c.floor, c.budget = p.Floor, p.RetryBudget
 
 	// Two calls, so that the unhedged one's op does not escape: only
@@ -271,6 +274,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// answeredWithoutWork is the transport's [deadline.Policy.Answered]: a 4xx
+// answer but 408 and 429 (a timeout, an overload) is the server's refusal
+// of the request itself (authentication, routing, validation), answered
+// before the work: its latency says nothing of the route's service time,
+// and learned it would make the Limiter take the downstream for fast.
+func answeredWithoutWork(v any) bool {
+	resp, _ := v.(*http.Response)
+	if resp == nil {
+		return false
+	}
+	c := resp.StatusCode
+	return c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests
 }
 
 // never is the classifier of a request that is not safe to repeat.
