@@ -88,7 +88,7 @@ func (p *plain) send(ctx context.Context, c Call, admit func(time.Time) bool) er
 		spent = min(max(stop.Sub(begin), 0), c.Service)
 	}
 	done := begin.Add(spent)
-	if admit != nil && !admit(done) {
+	if admit != nil && !admit(begin.Add(c.Service)) {
 		p.mu.Unlock()
 		return ErrNotSent
 	}
