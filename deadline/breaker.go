@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LimitCause says why a [Limiter] or a throttling [RetryBudget] refused a
@@ -158,6 +160,11 @@ type Breaker struct {
 	// ProbeCeiling, when > 0, is the most a probe may run; 0: what the
 	// call needs.
 	ProbeCeiling time.Duration
+	// OnTransition, when set, is called once for every change of state,
+	// on the goroutine of the call that caused it, after the limiter's
+	// lock is released (it may call the limiter); calls from different
+	// goroutines may overlap. It must not block.
+	OnTransition func(overload.Transition)
 }
 
 // DefaultBreaker returns a breaker that opens when half of at least 20
@@ -194,35 +201,54 @@ func WithBreaker(b Breaker) LimiterOption {
 	})
 }
 
-// The breaker's states.
+// The breaker's states, as the hot path reads them.
 const (
-	breakerClosed uint32 = iota
-	breakerOpen
-	breakerHalfOpen
+	breakerClosed   = uint32(overload.Closed)
+	breakerOpen     = uint32(overload.Open)
+	breakerHalfOpen = uint32(overload.HalfOpen)
 )
 
-// BreakerState returns "closed", "open" or "half_open" ("closed" without a
-// breaker).
-func (l *Limiter) BreakerState() string {
-	switch l.state.Load() {
-	case breakerOpen:
-		return "open"
-	case breakerHalfOpen:
-		return "half_open"
+// BreakerState returns the breaker's state now ([overload.Closed] without
+// a breaker), read without a lock, for a gauge; its String is "closed",
+// "open" or "half_open".
+func (l *Limiter) BreakerState() overload.State {
+	return overload.State(l.state.Load())
+}
+
+// setState moves the breaker to s, returning the transition, if any, for
+// notify. Under the lock.
+func (l *Limiter) setState(s uint32, now time.Time, failures, calls int) (overload.Transition, bool) {
+	from := l.state.Load()
+	if from == s {
+		return overload.Transition{}, false
 	}
-	return "closed"
+	l.state.Store(s)
+	return overload.Transition{From: overload.State(from), To: overload.State(s), At: now, Failures: failures, Calls: calls}, true
+}
+
+// notify hands a transition to the breaker's OnTransition. Not under the
+// lock.
+func (l *Limiter) notify(t overload.Transition, ok bool) {
+	if ok && l.breaker != nil && l.breaker.OnTransition != nil {
+		l.breaker.OnTransition(t)
+	}
 }
 
 // breakerAcquire decides a call while the breaker is not closed (as read
 // on the hot path): a probe permit, a refusal, or (decided false) the
 // breaker closed meanwhile.
 func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Duration) (Permit, error, bool) {
+	var t overload.Transition
+	var changed bool
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer func() {
+		l.mu.Unlock()
+		l.notify(t, changed)
+	}()
 	s := l.state.Load()
 	if s == breakerOpen && !now.Before(l.openUntil) {
 		s = breakerHalfOpen
-		l.state.Store(s)
+		t, changed = l.setState(s, now, 0, 0)
 		l.probes, l.probeWins = 0, 0
 	}
 	if s == breakerClosed {
@@ -254,29 +280,30 @@ func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Dur
 	return Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}, nil, true
 }
 
-// breakerLearn counts one call's outcome. Under the lock.
-func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
+// breakerLearn counts one call's outcome, returning the transition it
+// caused, if any. Under the lock.
+func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) (overload.Transition, bool) {
 	b := l.breaker
 	if p.Probe {
 		l.probes--
 		if l.state.Load() != breakerHalfOpen {
-			return
+			return overload.Transition{}, false
 		}
 		switch o {
 		case OutcomeSuccess, OutcomeAnswered:
 			l.probeWins++
 			if l.probeWins >= b.Probes {
 				l.failures, l.successes, l.countSince = 0, 0, now
-				l.state.Store(breakerClosed)
+				return l.setState(breakerClosed, now, 0, 0)
 			}
 		case OutcomeFailure:
 			l.openUntil = now.Add(b.OpenFor)
-			l.state.Store(breakerOpen)
+			return l.setState(breakerOpen, now, 0, 0)
 		}
-		return
+		return overload.Transition{}, false
 	}
 	if l.state.Load() != breakerClosed {
-		return
+		return overload.Transition{}, false
 	}
 	if now.Sub(l.countSince) >= b.Window {
 		l.failures, l.successes, l.countSince = 0, 0, now
@@ -287,10 +314,11 @@ func (l *Limiter) breakerLearn(p *Permit, o Outcome, now time.Time) {
 	case OutcomeFailure:
 		l.failures++
 	default:
-		return
+		return overload.Transition{}, false
 	}
 	if n := l.failures + l.successes; n >= b.MinCalls && float64(l.failures) >= b.FailureRatio*float64(n) {
 		l.openUntil = now.Add(b.OpenFor)
-		l.state.Store(breakerOpen)
+		return l.setState(breakerOpen, now, l.failures, n)
 	}
+	return overload.Transition{}, false
 }

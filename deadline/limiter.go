@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LIFOAfter is how long a [Limiter]'s queue must have held waiting calls
@@ -374,6 +376,21 @@ type Permit struct {
 	// Queued and Waited: the call waited in the queue, and how long.
 	Queued bool
 	Waited time.Duration
+	// excluded is time inside the call that is not service time.
+	excluded time.Duration
+}
+
+// Exclude takes d out of the latency [Permit.Done] teaches the limit: time
+// the call spent waiting on its own caller rather than on the work, such
+// as a server's reads of a body the client sends slowly or its writes to a
+// client that reads slowly (package admission's Ticket.Exclude passes it
+// on). What one client controls must not teach the limit that the work is
+// slow. d <= 0 does nothing, and so does Exclude on the zero Permit or
+// after Done.
+func (p *Permit) Exclude(d time.Duration) {
+	if d > 0 && p.l != nil {
+		p.excluded += d
+	}
 }
 
 // Outcome is how a call that held a [Permit] ended, for the limit and the
@@ -623,9 +640,10 @@ func (p *Permit) done(o Outcome, k sampleKind) {
 	if !l.fixed || l.breaker != nil {
 		now := time.Now()
 		l.mu.Lock()
-		l.learn(p, o, k, now)
+		t, changed := l.learn(p, o, k, now)
 		l.fill(now)
 		l.mu.Unlock()
+		l.notify(t, changed)
 		return
 	}
 	if l.queued.Load() > 0 {
@@ -706,14 +724,14 @@ func (l *Limiter) routeNeed(route string) time.Duration {
 
 // learn records one call's outcome, and what its latency says. Under the
 // lock.
-func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
+func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t overload.Transition, changed bool) {
 	if l.breaker != nil {
-		l.breakerLearn(p, o, now)
+		t, changed = l.breakerLearn(p, o, now)
 	}
 	if o == OutcomeIgnore || k == sampleNone || l.fixed || p.start.IsZero() {
-		return
+		return t, changed
 	}
-	rtt := now.Sub(p.start)
+	rtt := max(now.Sub(p.start)-p.excluded, 0)
 	if n := l.inflight.Load() + 1; n > l.winMax {
 		l.winMax = n
 	}
@@ -755,6 +773,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) {
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
 	l.sample(x-rs.base, now)
+	return t, changed
 }
 
 // sample adds one log(latency / baseline) to the window, and adjusts the

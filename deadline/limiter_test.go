@@ -198,11 +198,11 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		for range 10 {
 			end(deadline.OutcomeCut)
 		}
-		assert.Equal(t, "closed", l.BreakerState(), "cuts by the caller's deadline are no failures")
+		assert.Equal(t, "closed", l.BreakerState().String(), "cuts by the caller's deadline are no failures")
 		for range 4 {
 			end(deadline.OutcomeFailure)
 		}
-		assert.Equal(t, "open", l.BreakerState())
+		assert.Equal(t, "open", l.BreakerState().String())
 		_, ok := l.TryAcquire("r")
 		assert.False(t, ok)
 		_, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
@@ -213,7 +213,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		time.Sleep(time.Second)
 		_, err = l.Acquire(context.Background(), "r", time.Now().Add(90*time.Millisecond), 0)
 		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "90ms cannot hold a 100ms probe")
-		assert.Equal(t, "half_open", l.BreakerState())
+		assert.Equal(t, "half_open", l.BreakerState().String())
 		p1, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)
 		assert.True(t, p1.Probe)
@@ -224,7 +224,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		assert.ErrorIs(t, err, deadline.ErrDownstreamOpen, "two probes at most")
 		p1.Done(deadline.OutcomeSuccess)
 		p2.Done(deadline.OutcomeSuccess)
-		assert.Equal(t, "closed", l.BreakerState())
+		assert.Equal(t, "closed", l.BreakerState().String())
 
 		for range 4 {
 			end(deadline.OutcomeFailure)
@@ -233,7 +233,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 		p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
 		require.NoError(t, err)
 		p.Done(deadline.OutcomeFailure)
-		assert.Equal(t, "open", l.BreakerState(), "a failed probe opens it again")
+		assert.Equal(t, "open", l.BreakerState().String(), "a failed probe opens it again")
 	})
 }
 
@@ -286,7 +286,7 @@ func TestDoWithLimiter(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.Equal(t, 50*time.Millisecond, granted, "the probe runs under its ceiling")
-		assert.Equal(t, "closed", bl.BreakerState())
+		assert.Equal(t, "closed", bl.BreakerState().String())
 	})
 }
 
@@ -461,7 +461,7 @@ func TestBreakerProbesWithoutANeed(t *testing.T) {
 		p, ok := l.TryAcquire("r")
 		require.True(t, ok)
 		p.Done(deadline.OutcomeFailure)
-		assert.Equal(t, "open", l.BreakerState())
+		assert.Equal(t, "open", l.BreakerState().String())
 		time.Sleep(time.Second)
 		var granted time.Duration
 		_, err := deadline.Do(context.Background(), deadline.New(time.Second), deadline.Policy{MaxAttempts: 1, Limiter: l},
@@ -471,7 +471,7 @@ func TestBreakerProbesWithoutANeed(t *testing.T) {
 			})
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, granted, "no ceiling of its own")
-		assert.Equal(t, "closed", l.BreakerState())
+		assert.Equal(t, "closed", l.BreakerState().String())
 	})
 }
 
@@ -670,5 +670,24 @@ func TestLimiterEvictsTheLastServed(t *testing.T) {
 		r = <-newer
 		require.NoError(t, r.err)
 		r.p.Done(deadline.OutcomeSuccess)
+	})
+}
+
+// TestLimiterRejectsANegativeNeed: a negative need is bad input, said at
+// once, not a wait past the deadline (it once waited an hour).
+func TestLimiterRejectsANegativeNeed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithFixedLimit(1))
+		held, ok := l.TryAcquire("r")
+		require.True(t, ok)
+		start := time.Now()
+		_, err := l.Acquire(context.Background(), "r", start.Add(100*time.Millisecond), -time.Hour)
+		var pe *deadline.PolicyError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, pe.Error(), "need")
+		assert.Zero(t, time.Since(start), "refused at once")
+		held.Done(deadline.OutcomeSuccess)
+		running, waiting := l.Len()
+		assert.Zero(t, running+waiting)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -240,15 +241,15 @@ func breakerCloses(t *testing.T, outage time.Duration) {
 			}
 		}
 		tick(5*time.Second, nil)
-		require.Equal(t, "closed", l.BreakerState())
+		require.Equal(t, "closed", l.BreakerState().String())
 		failing.Store(true)
 		tick(outage, nil)
-		require.NotEqual(t, "closed", l.BreakerState(), "the failures opened it")
+		require.NotEqual(t, "closed", l.BreakerState().String(), "the failures opened it")
 		failing.Store(false)
 		recovered := time.Now()
 		var closedAt time.Time
 		tick(30*time.Second, func() {
-			if closedAt.IsZero() && l.BreakerState() == "closed" {
+			if closedAt.IsZero() && l.BreakerState() == overload.Closed {
 				closedAt = time.Now()
 			}
 		})
@@ -323,10 +324,41 @@ func TestFastAnswersTeachNoLatency(t *testing.T) {
 				reject.Store(false)
 				send(2 * time.Second)
 				wg.Wait()
-				t.Logf("limit %d before the burst, %d after; breaker %s", before, l.Limit(), l.BreakerState())
+				t.Logf("limit %d before the burst, %d after; breaker %s", before, l.Limit(), l.BreakerState().String())
 				assert.InDelta(t, before, l.Limit(), 0.1*float64(before))
-				assert.Equal(t, "closed", l.BreakerState(), "answers are no failures")
+				assert.Equal(t, "closed", l.BreakerState().String(), "answers are no failures")
 			})
 		})
 	}
+}
+
+// TestBreakerTransitionsObservable: every change of the breaker's state
+// reaches OnTransition once, in order, with the counts that opened it, and
+// the callback may call the limiter (it runs outside its lock).
+func TestBreakerTransitionsObservable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []overload.Transition
+		var l *deadline.Limiter
+		b := deadline.Breaker{FailureRatio: 0.5, MinCalls: 4, Window: 10 * time.Second, OpenFor: time.Second, Probes: 1,
+			OnTransition: func(tr overload.Transition) {
+				assert.Equal(t, tr.To, l.BreakerState(), "the state is already the new one")
+				got = append(got, tr)
+			}}
+		l = newLimiter(t, deadline.WithBreaker(b))
+		start := time.Now()
+		for range 4 {
+			p, ok := l.TryAcquire("r")
+			require.True(t, ok)
+			p.Done(deadline.OutcomeFailure)
+		}
+		time.Sleep(time.Second)
+		p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
+		require.NoError(t, err)
+		p.Done(deadline.OutcomeSuccess)
+		assert.Equal(t, []overload.Transition{
+			{From: overload.Closed, To: overload.Open, At: start, Failures: 4, Calls: 4},
+			{From: overload.Open, To: overload.HalfOpen, At: start.Add(time.Second)},
+			{From: overload.HalfOpen, To: overload.Closed, At: start.Add(time.Second)},
+		}, got)
+	})
 }

@@ -223,12 +223,14 @@ type Ticket struct {
 	excluded time.Duration
 }
 
-// Exclude takes d out of the service time that [Ticket.Done] records:
+// Exclude takes d out of the service time that [Ticket.Done] records, and
+// out of the latency it teaches an adaptive limit ([deadline.Permit.Exclude]):
 // time the call spent waiting on its caller rather than working, such as
-// the Reads of a request body the client sends slowly (deadlinehttp
-// excludes them). What a client controls must not teach the server that a
-// route is slow: learned admission would then refuse the calls of every
-// other client. Call it before Done; d <= 0 does nothing, and so does
+// the Reads of a request body the client sends slowly or the Writes of an
+// answer it reads slowly (deadlinehttp excludes both). What a client
+// controls must not teach the server that a route is slow: learned
+// admission would then refuse the calls of every other client, and the
+// adaptive limit fall for all of them. Call it before Done; d <= 0 does nothing, and so does
 // Exclude on the zero Ticket or after Done.
 func (t *Ticket) Exclude(d time.Duration) {
 	if d > 0 {
@@ -245,6 +247,7 @@ func (t *Ticket) Exclude(d time.Duration) {
 // time given to [Ticket.Exclude]. Calls after the first do nothing.
 func (t *Ticket) Done(ctx context.Context, returned bool) {
 	if t.q {
+		t.p.Exclude(t.excluded)
 		o := deadline.OutcomeIgnore
 		switch {
 		case !returned:

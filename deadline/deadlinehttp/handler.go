@@ -1,9 +1,7 @@
 package deadlinehttp
 
 import (
-	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -155,12 +153,18 @@ func WithBodyReadDeadline() HandlerOption {
 // l.Recorder under its route, as completed, or as cut by its budget when
 // its context ended first; a canceled request or a panic is not recorded.
 // The service time is next's duration without what the client decides:
-// time waiting in the queue of [WithAdmissionQueue] and time spent in the
-// Reads of the request's body are excluded, so that slow uploads do not
-// teach the route that its work is slow and make it refuse the requests
-// of other clients. (Next reading its body on another goroutine while it
-// works has that overlap taken out too: its service time is then
-// recorded as shorter than it was.)
+// time waiting in the queue of [WithAdmissionQueue], time spent in the
+// Reads of the request's body and time next's Writes (and Flush,
+// ReadFrom) block on a client reading slowly are excluded, so that slow
+// uploads and slow readers do not teach the route that its work is slow
+// and make it refuse the requests of other clients. (Next reading its body
+// or writing on another goroutine while it works has that overlap taken
+// out too: its service time is then recorded as shorter than it was.) To
+// time the writes, next gets a ResponseWriter of the middleware's that
+// keeps http.Flusher, http.Hijacker, io.ReaderFrom and, through Unwrap,
+// http.ResponseController; with the first two it always offers them,
+// passing them on to the original (Hijack returns the original's
+// http.ErrNotSupported when it has none).
 //
 // The route is r.Pattern as the request reaches the middleware, which is
 // set when the middleware is registered on a [http.ServeMux] pattern
@@ -174,9 +178,12 @@ func WithLearnedAdmission(l admission.Learned) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.learned = &l })
 }
 
-// WithRoute sets how [WithLearnedAdmission] names a request's route: f is
-// called once per request, on its goroutine, before next runs (default:
-// r.Pattern). It must return one of a small set of names (patterns, not
+// WithRoute sets how the admission options ([WithLearnedAdmission],
+// [WithAdmissionLimiter], [WithAdmissionQueue]) name a request's route,
+// which keeps each route's service time and latency apart, as deadlinegrpc
+// names the method: f is called once per request, on its goroutine, before
+// next runs (default: r.Pattern, set when the middleware is registered on
+// a [http.ServeMux] pattern). It must return one of a small set of names (patterns, not
 // paths: the recorder keeps a bounded number of routes), "" for a request
 // not to learn from, e.g. for a wrapped mux:
 //
@@ -221,7 +228,10 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 // [deadline.Limiter], whose limit follows the handlers' latency against its
 // baseline per route, with the same waiting rule and answers (504 with
 // [RefusedHeader] "reason=queue_timeout" when a waiting request can no
-// longer finish, 503 when the backlog is full or its breaker open). Several
+// longer finish, 503 when the backlog is full or its breaker open). Its
+// latency is learned per route ([WithRoute]; r.Pattern by default), less
+// the time blocked on the client, as [WithLearnedAdmission] records it:
+// slow uploads and slow readers do not lower the limit. Several
 // handlers may share one. l must be built with [deadline.WithArrivalOrder]:
 // the budget header is the client's claim and must not buy its place in
 // the queue. Setting both, or l in deadline order, makes NewHandler return
@@ -325,10 +335,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// next included, or the slot is lost for good.
 	ctx, cancel := r.Context(), noCancel
 	returned := false
-	var body *clientBody
+	var cio *clientIO
 	defer func() {
-		if body != nil {
-			t.Exclude(body.wait())
+		if cio != nil {
+			t.Exclude(cio.wait())
 		}
 		t.Done(ctx, returned) // before cancel: ctx says how next ended
 		cancel()
@@ -351,35 +361,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inner.Header = r.Header.Clone() // the inbound request is not ours to modify
 		inner.Header.Del(h.cfg.header)
 	}
-	if h.cfg.learned != nil && r.Body != nil && r.Body != http.NoBody {
-		// The client decides how fast its body arrives: that time is not
-		// the route's service time (see WithLearnedAdmission).
-		body = &clientBody{ReadCloser: r.Body}
-		inner.Body = body
+	if h.cfg.learned != nil || h.cfg.limiter != nil {
+		// The client decides how fast its body arrives and how fast it
+		// reads the answer: that time is not the route's service time
+		// (see WithLearnedAdmission, WithAdmissionLimiter).
+		cio = &clientIO{}
+		cio.w = clientWriter{ResponseWriter: w, c: cio}
+		w = &cio.w
+		if r.Body != nil && r.Body != http.NoBody {
+			cio.body = clientBody{ReadCloser: r.Body, c: cio}
+			inner.Body = &cio.body
+		}
 	}
 	h.next.ServeHTTP(w, inner)
 	returned = true
 }
 
 func noCancel() {}
-
-// clientBody is an inbound request body that adds up the time its Reads
-// wait: time the client decides (a slow upload), taken out of the
-// learned service time.
-type clientBody struct {
-	io.ReadCloser
-	waited atomic.Int64 // nanoseconds
-}
-
-func (b *clientBody) Read(p []byte) (int, error) {
-	start := time.Now()
-	n, err := b.ReadCloser.Read(p)
-	b.waited.Add(int64(time.Since(start)))
-	return n, err
-}
-
-// wait returns the time spent in Read so far.
-func (b *clientBody) wait() time.Duration { return time.Duration(b.waited.Load()) }
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
 // was too small, 503 when the admission queue was full.
@@ -416,13 +414,12 @@ func (h *handler) admit(r *http.Request) (a Admission, d deadline.Deadline, t ad
 		in = admission.Inbound{Present: l.valid, Budget: l.min}
 	}
 	outer, _ := deadline.FromContext(r.Context())
-	var route string
-	if h.cfg.learned != nil {
-		if h.cfg.route != nil {
-			route = h.cfg.route(r)
-		} else {
-			route = r.Pattern
-		}
+	// Every admission option keeps routes apart, as deadlinegrpc names the
+	// method: an adaptive limit over a 2 ms and a 100 ms route with one
+	// baseline fell from 48 to 4.
+	route := r.Pattern
+	if h.cfg.route != nil {
+		route = h.cfg.route(r)
 	}
 	ad, t := h.adm.Admit(r.Context(), route, in, outer)
 	a.MaxBudget, a.Floor, a.Budget = ad.MaxBudget, ad.Floor, ad.Budget
