@@ -277,7 +277,7 @@ func (l *Limiter) breakerAcquire(route string, now, end time.Time, need time.Dur
 	}
 	l.inflight.Add(1)
 	l.probes++
-	return Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}, nil, true
+	return l.grant(Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}), nil, true
 }
 
 // breakerLearn counts one call's outcome, returning the transition it

@@ -99,11 +99,12 @@ const (
 // baseline is the route's typical latency when it is not queued: the
 // lowest moving average of its completed calls' log-latency. It never
 // follows a latency its own limit may have caused: it rises only when
-// every window has shown queueing for 2 s and halving the limit for two
-// windows leaves the median above the tolerance and lowers it by less than
-// √2 (a queue of the limiter's own halves with the calls in flight; a
-// downstream that really became slower does not); the limit then returns
-// to where it was. So the limit cannot ratchet up: a window's median rises
+// every window has shown queueing for 5 s and, the limit halved for one
+// window, the calls started at that limit show a median still above the
+// tolerance and lower by less than √2 (a queue of the limiter's own halves
+// with the calls in flight; a downstream that really became slower does
+// not); the limit then returns to where it was (else to what it would have
+// been without the check). So the limit cannot ratchet up: a window's median rises
 // with the queue the limit lets build, the baseline does not, and cut
 // calls can only push the median up. When the median exceeds the
 // tolerance, queueing has started downstream, and
@@ -178,10 +179,12 @@ type Limiter struct {
 	routes    map[string]*routeStat
 	winMax    int64                                 // most calls in flight in the window
 	routeView atomic.Pointer[map[string]*routeStat] // routes, for reading without the lock
-	// The baseline check (rebaseAfter): its phase (0 none, 1 draining, 2
-	// measuring), the median and the limit before it, and since when every
-	// window has shown queueing.
-	check      int
+	grants    []atomic.Uint64                       // the permits' grants: generation<<1 | held
+	// The baseline check (rebaseAfter): whether one runs and since when
+	// (only calls started since then are its samples), the median and the
+	// limit before it, and since when every window has shown queueing.
+	check      bool
+	checkSince time.Time
 	checkFrom  float64
 	checkLimit float64
 	aboveSince time.Time
@@ -337,6 +340,11 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	}
 	l.limit.Store(int64(l.initial))
 	l.limitFloat = float64(l.initial)
+	grants := 64
+	for grants < maxGrants && grants < 2*l.maxLimit+8 {
+		grants *= 2
+	}
+	l.grants = make([]atomic.Uint64, grants)
 	l.origin = time.Now()
 	l.rnd = uint64(l.origin.UnixNano()) | 1
 	l.winStart = l.origin
@@ -365,6 +373,10 @@ func (l *Limiter) Len() (running, waiting int) {
 
 // Permit is a call's slot in a [Limiter], from [Limiter.Acquire] or
 // [Limiter.TryAcquire] until [Permit.Done]. The zero Permit holds nothing.
+// A Permit is a value and may be copied: the slot is freed once, by the
+// first Done of any copy; the others do nothing (while the limiter holds
+// fewer than 4 096 permits at once; beyond, a new permit's copies are not
+// told apart).
 type Permit struct {
 	l     *Limiter
 	route string
@@ -378,6 +390,47 @@ type Permit struct {
 	Waited time.Duration
 	// excluded is time inside the call that is not service time.
 	excluded time.Duration
+	// slot is the permit's grant in the limiter's table (index+1; 0: none)
+	// and gen its generation: the first Done of any copy ends it.
+	slot uint32
+	gen  uint64
+}
+
+// maxGrants bounds a limiter's table of grants.
+const maxGrants = 1 << 12
+
+// grant gives p a grant of its own in the table, which its copies share:
+// the first Done of any of them ends it, and the others find its
+// generation moved on and do nothing. A few slots are tried; with every
+// tried slot held (more permits held than the table has
+// room for) p goes without one, and only its own Done is guarded.
+func (l *Limiter) grant(p Permit) Permit { return l.grantAt(p, uint64(l.inflight.Load())) }
+
+// grantAt is grant, trying the slots from the hint on: the calls in flight
+// when the slot was taken, which spreads the permits held at once over the
+// table without a counter of its own to contend on.
+func (l *Limiter) grantAt(p Permit, hint uint64) Permit {
+	n := uint64(len(l.grants))
+	if n == 0 {
+		return p // a Limiter not built by NewLimiter
+	}
+	for k := range uint64(4) {
+		i := (hint + k) & (n - 1)
+		g := &l.grants[i]
+		if w := g.Load(); w&1 == 0 && g.CompareAndSwap(w, w|1) {
+			p.slot, p.gen = uint32(i)+1, w>>1
+			return p
+		}
+	}
+	return p
+}
+
+// release ends p's grant, reporting false when a copy of p ended it first.
+func (p *Permit) release() bool {
+	if p.slot == 0 {
+		return true
+	}
+	return p.l.grants[p.slot-1].CompareAndSwap(p.gen<<1|1, (p.gen+1)<<1)
 }
 
 // Exclude takes d out of the latency [Permit.Done] teaches the limit: time
@@ -464,7 +517,7 @@ func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 			return Permit{}, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return Permit{l: l, route: route}, true
+			return l.grantAt(Permit{l: l, route: route}, uint64(n)), true
 		}
 	}
 }
@@ -508,7 +561,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	waiting := int(l.queued.Load())
 	if waiting == 0 && l.take() { // freed since TryAcquire
 		l.mu.Unlock()
-		return Permit{l: l, route: route, start: now}, nil
+		return l.grant(Permit{l: l, route: route, start: now}), nil
 	}
 	lastStart := time.Time{}
 	if !end.IsZero() {
@@ -587,7 +640,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		}
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
-	return Permit{l: l, route: route, start: t, Queued: true, Waited: waited}, nil
+	return l.grant(Permit{l: l, route: route, start: t, Queued: true, Waited: waited}), nil
 }
 
 // Done frees the permit's slot, handing it to a waiting call that can still
@@ -632,7 +685,11 @@ func (p *Permit) done(o Outcome, k sampleKind) {
 	if l == nil {
 		return
 	}
+	first := p.release()
 	p.l = nil
+	if !first {
+		return // a copy of p was Done first
+	}
 	// The slot is freed before the queue is looked at, and a waiting call
 	// is queued before it looks at the slots again (Acquire): one of the
 	// two always sees the other, so no slot stays free while a call waits.
@@ -676,9 +733,10 @@ var needZ = 1.28
 const maxRoutes = 256
 
 // rebaseAfter is how long every window must have shown queueing before
-// the limiter checks, by halving its limit for two windows, whether the
-// latency is its own queue's or the downstream's new service time.
-const rebaseAfter = 2 * time.Second
+// the limiter checks, by halving its limit for one window of the calls
+// started at that limit, whether the latency is its own queue's or the
+// downstream's new service time.
+const rebaseAfter = 5 * time.Second
 
 // route returns p's route's statistics, adding them. Under the lock.
 func (l *Limiter) route(name string) *routeStat {
@@ -743,7 +801,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t ov
 		// route whose calls are all cut would show a latency no higher
 		// than its deadline, and its baseline would follow it there.
 		if rs.n >= warmSamples && x-rs.base > math.Log(l.tolerance) {
-			l.sample(x-rs.base, now)
+			l.sample(x-rs.base, p.start, now)
 		}
 		return
 	}
@@ -772,13 +830,17 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t ov
 		return // its baseline is not known yet
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
-	l.sample(x-rs.base, now)
+	l.sample(x-rs.base, p.start, now)
 	return t, changed
 }
 
-// sample adds one log(latency / baseline) to the window, and adjusts the
-// limit when the window closes. Under the lock.
-func (l *Limiter) sample(v float64, now time.Time) {
+// sample adds one log(latency / baseline) of a call started at started to
+// the window, and adjusts the limit when the window closes. Under the
+// lock.
+func (l *Limiter) sample(v float64, started, now time.Time) {
+	if l.check && started.Before(l.checkSince) {
+		return // a call started before the check: at the old limit
+	}
 	if len(l.samples) < cap(l.samples) {
 		l.samples = append(l.samples, v)
 	} else {
@@ -793,26 +855,28 @@ func (l *Limiter) sample(v float64, now time.Time) {
 	limit := l.limitFloat
 	headroom := math.Sqrt(limit)
 	switch {
-	case l.check == 1:
-		l.check = 2 // the window the halved limit drained the queue in
-	case l.check == 2:
-		// Halving what was in flight left the latency above the tolerance
-		// and it fell by less than √2 (a queue of ours halves with it):
-		// the downstream's service time rose. The baselines follow, and
-		// the limit goes back to where it was.
-		l.check = 0
+	case l.check:
+		// The calls started at half the limit. If their latency is still
+		// above the tolerance and fell by less than √2 (a queue of ours
+		// halves with what is in flight), the downstream's service time
+		// rose: the baselines follow, and the limit goes back to where it
+		// was. Else the queue was ours, and the limit is what it would
+		// have been without the check.
+		l.check = false
+		limit, headroom = l.checkLimit, math.Sqrt(l.checkLimit)
 		if median > tol && median > l.checkFrom-math.Ln2/2 {
 			for _, r := range l.routes {
 				r.base = min(r.base+median, max(r.avg, r.base))
 			}
-			limit = l.checkLimit
+			break
 		}
+		limit = limit*max(math.Exp(tol-l.checkFrom), 0.5) + headroom
 	case median > tol:
 		if l.aboveSince.IsZero() {
 			l.aboveSince = l.winStart
 		}
 		if now.Sub(l.aboveSince) >= rebaseAfter {
-			l.check, l.checkFrom, l.checkLimit, l.aboveSince = 1, median, limit, time.Time{}
+			l.check, l.checkSince, l.checkFrom, l.checkLimit, l.aboveSince = true, now, median, limit, time.Time{}
 			limit /= 2
 			break
 		}

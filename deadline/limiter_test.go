@@ -691,3 +691,43 @@ func TestLimiterRejectsANegativeNeed(t *testing.T) {
 		assert.Zero(t, running+waiting)
 	})
 }
+
+// TestPermitCopiesFreeOnce: a Permit is a value; whichever copy is Done
+// first frees the slot, and the others do nothing. Before, q := p;
+// p.Done(); q.Done() left running at −1 and let two extra calls in.
+func TestPermitCopiesFreeOnce(t *testing.T) {
+	l := newLimiter(t, deadline.WithFixedLimit(1), deadline.WithBacklog(0))
+	p, ok := l.TryAcquire("r")
+	require.True(t, ok)
+	q := p
+	p.Done(deadline.OutcomeSuccess)
+	q.Done(deadline.OutcomeSuccess)
+	running, _ := l.Len()
+	assert.Zero(t, running)
+	a, ok := l.TryAcquire("r")
+	require.True(t, ok)
+	_, ok = l.TryAcquire("r")
+	assert.False(t, ok, "the limit of 1 holds")
+	q.Done(deadline.OutcomeSuccess) // a stale copy, its slot now another's
+	running, _ = l.Len()
+	assert.Equal(t, 1, running, "a's slot stays taken")
+	c := a
+	c.Done(deadline.OutcomeSuccess) // a copy of the holder frees it, once
+	a.Done(deadline.OutcomeSuccess)
+	running, _ = l.Len()
+	assert.Zero(t, running)
+
+	// Many held at once and copied, on an adaptive limiter.
+	al := newLimiter(t)
+	var held []deadline.Permit
+	for range 10 {
+		p, ok := al.TryAcquire("r")
+		require.True(t, ok)
+		held = append(held, p, p)
+	}
+	for i := range held {
+		held[i].Done(deadline.OutcomeIgnore)
+	}
+	running, _ = al.Len()
+	assert.Zero(t, running)
+}
