@@ -81,19 +81,23 @@ func OverloadTables(rep overload.Report) []Table {
 	if rep.Short {
 		short = " (short model)"
 	}
+	seeds := fmt.Sprintf("%d seeds", len(rep.Seeds))
+	if len(rep.Seeds) == 1 {
+		seeds = fmt.Sprintf("seed %d", rep.Seeds[0])
+	}
 	for _, s := range rep.Sets {
 		for _, load := range s.Loads {
 			by := byRow(s, load)
 			var t Table
 			switch s.Kind {
 			case overload.SetUniform:
-				t = uniformTable(fmt.Sprintf("Scenario 10u: uniform budgets (10 workers, 20ms, every call 100ms), %g× capacity, %d seeds%s", load, len(rep.Seeds), short), rep, s, by)
+				t = uniformTable(fmt.Sprintf("Scenario 10u: uniform budgets (10 workers, 20ms, every call 100ms), %g× capacity, %s%s", load, seeds, short), rep, s, by)
 			case overload.SetDefault:
-				t = overloadTable(fmt.Sprintf("Scenario 10: overload at %g× capacity, cold start, downstream finishing what it started, %d seeds%s", load, len(rep.Seeds), short), rep, s, by)
+				t = overloadTable(fmt.Sprintf("Scenario 10: overload at %g× capacity, cold start, downstream finishing what it started, %s%s", load, seeds, short), rep, s, by)
 			case overload.SetPropagated:
-				t = overloadTable(fmt.Sprintf("Scenario 10p: overload at %g× capacity, cold start, downstream honouring the propagated deadline, %d seeds%s", load, len(rep.Seeds), short), rep, s, by)
+				t = overloadTable(fmt.Sprintf("Scenario 10p: overload at %g× capacity, cold start, downstream honouring the propagated deadline, %s%s", load, seeds, short), rep, s, by)
 			case overload.SetTwoRoutes:
-				t = overloadTable(fmt.Sprintf("Scenario 10b: two routes (20ms and 200ms) sharing the downstream, overload at %g× capacity, cold start, %d seeds%s", load, len(rep.Seeds), short), rep, s, by)
+				t = overloadTable(fmt.Sprintf("Scenario 10b: two routes (20ms and 200ms) sharing the downstream, overload at %g× capacity, cold start, %s%s", load, seeds, short), rep, s, by)
 			default:
 				continue
 			}
