@@ -20,6 +20,14 @@
 // times and deadlines are drawn from a generator seeded with the model's
 // seed, in arrival order, before any row sees them.
 //
+// In the propagated variant ([Model.Propagate]) the downstream honours the
+// deadline each request carries: its handler's context ends at the budget
+// this project's server side derives from the request's header (arrival +
+// the budget in whole milliseconds, rounded up, as deadlinehttp and
+// deadlinegrpc do), and the modelled handler stops there: a request whose
+// deadline passed while it waited costs nothing, one cut while served costs
+// the time it ran.
+//
 // Everything runs in virtual time (testing/synctest): [Simulate] must be
 // called inside a bubble, where failsafe-go's clock, timers and waits are
 // virtual too.
@@ -82,9 +90,15 @@ type Deadline struct {
 
 // Model is the scenario's parameters.
 type Model struct {
-	Seed      uint64
-	Workers   int           // requests the downstream serves at once
-	MaxQueue  time.Duration // a request that would wait longer for a worker is refused at once (503)
+	Seed     uint64
+	Workers  int           // requests the downstream serves at once
+	MaxQueue time.Duration // a request that would wait longer for a worker is refused at once (503)
+	// Backlog is the server admission's backlog, in time at capacity, in
+	// the rows behind it ([Row.Admission]); 0: MaxQueue.
+	Backlog time.Duration
+	// Propagate makes the downstream honour the deadline each request
+	// carries: its handler stops when the budget it derived ends.
+	Propagate bool
 	Routes    []Route
 	Deadlines []Deadline
 
@@ -92,8 +106,9 @@ type Model struct {
 	// downstream's capacity ([Model.Capacity]); Base is the load before
 	// and after it. Arrivals are Poisson.
 	Load, Base float64
-	// Before is the time at Base before the overload, Overload its length,
-	// After the time at Base after it.
+	// Before is the time at Base before the overload (0: a cold start,
+	// every row meets the overload with nothing learned), Overload its
+	// length, After the time at Base after it.
 	Before, Overload, After time.Duration
 	// Cold is the first part of the overload measured as the cold phase;
 	// the steady phase is the overload from SteadyFrom to its end.
@@ -102,9 +117,10 @@ type Model struct {
 
 // Default is the model of issue 31: 50 workers, a queue of 2s; service
 // log-normal median 40ms σ 0.5 with a 2% Pareto tail (min 300ms, α 1.2, cap
-// 5s); deadlines 100ms (30%), 300ms (50%), 1s (20%); 10s at 0.5× capacity,
-// 80s of overload at load× (cold: its first 30s; steady: from 60s on, 20s),
-// 20s at 0.5× after.
+// 5s); deadlines 100ms (30%), 300ms (50%), 1s (20%); issue 38's phases: a
+// cold start (the overload at load× from the first call, nothing learned
+// before it) for 360s, the cold phase its first 30s and the steady phase
+// the 300s from 60s on, then 20s at 0.5×.
 func Default(seed uint64, load float64) Model {
 	return Model{
 		Seed: seed, Workers: 50, MaxQueue: 2 * time.Second,
@@ -112,7 +128,23 @@ func Default(seed uint64, load float64) Model {
 			TailShare: 0.02, TailMin: 300 * time.Millisecond, TailAlpha: 1.2, TailCap: 5 * time.Second}},
 		Deadlines: []Deadline{{100 * time.Millisecond, 0.3}, {300 * time.Millisecond, 0.5}, {time.Second, 0.2}},
 		Load:      load, Base: 0.5,
-		Before: 10 * time.Second, Overload: 80 * time.Second, After: 20 * time.Second,
+		Before: 0, Overload: 360 * time.Second, After: 20 * time.Second,
+		Cold: 30 * time.Second, SteadyFrom: 60 * time.Second,
+	}
+}
+
+// Uniform is issue 38's uniform-budget model: 10 workers, every call 20ms
+// of service and a 100ms deadline; the downstream's FIFO queue is
+// unbounded (a plain server: nothing refuses), the server admission's
+// backlog 2s; a cold start into 300s of overload at load× (cold phase: the
+// first 30s, steady: from 60s on), then 10s at 0.5×.
+func Uniform(seed uint64, load float64) Model {
+	return Model{
+		Seed: seed, Workers: 10, MaxQueue: time.Hour, Backlog: 2 * time.Second,
+		Routes:    []Route{{Name: "work", Share: 1, Median: 20 * time.Millisecond}},
+		Deadlines: []Deadline{{100 * time.Millisecond, 1}},
+		Load:      load, Base: 0.5,
+		Before: 0, Overload: 300 * time.Second, After: 10 * time.Second,
 		Cold: 30 * time.Second, SteadyFrom: 60 * time.Second,
 	}
 }
@@ -129,25 +161,25 @@ func TwoRoutes(seed uint64, load float64) Model {
 	return m
 }
 
-// Short shrinks m for CI: 3s before, 12s of overload (cold: the first 4s,
-// steady: from 8s on), 5s after.
+// Short shrinks m for CI: a cold start into 12s of overload (cold: the
+// first 4s, steady: from 6s on), 4s after.
 func Short(m Model) Model {
-	m.Before, m.Overload, m.After = 3*time.Second, 12*time.Second, 5*time.Second
-	m.Cold, m.SteadyFrom = 4*time.Second, 8*time.Second
+	m.Before, m.Overload, m.After = 0, 12*time.Second, 4*time.Second
+	m.Cold, m.SteadyFrom = 4*time.Second, 6*time.Second
 	return m
 }
 
 // Validate reports the first parameter out of range.
 func (m Model) Validate() error {
 	switch {
-	case m.Workers < 1 || m.MaxQueue < 0:
-		return fmt.Errorf("overload: Workers %d, MaxQueue %v: want >= 1, >= 0", m.Workers, m.MaxQueue)
+	case m.Workers < 1 || m.MaxQueue < 0 || m.Backlog < 0:
+		return fmt.Errorf("overload: Workers %d, MaxQueue %v, Backlog %v: want >= 1, >= 0, >= 0", m.Workers, m.MaxQueue, m.Backlog)
 	case len(m.Routes) == 0 || len(m.Deadlines) == 0:
 		return errors.New("overload: want at least one route and one deadline class")
 	case !(m.Load > 0) || !(m.Base > 0):
 		return fmt.Errorf("overload: Load %v, Base %v: want > 0", m.Load, m.Base)
-	case m.Before < time.Second || m.Overload < 2*time.Second || m.After < 2*time.Second:
-		return fmt.Errorf("overload: Before %v, Overload %v, After %v: want >= 1s, >= 2s, >= 2s", m.Before, m.Overload, m.After)
+	case m.Before < 0 || m.Overload < 2*time.Second || m.After < 2*time.Second:
+		return fmt.Errorf("overload: Before %v, Overload %v, After %v: want >= 0, >= 2s, >= 2s", m.Before, m.Overload, m.After)
 	case m.Cold <= 0 || m.Cold > m.Overload || m.SteadyFrom < 0 || m.SteadyFrom >= m.Overload:
 		return fmt.Errorf("overload: Cold %v, SteadyFrom %v: want within the overload (%v)", m.Cold, m.SteadyFrom, m.Overload)
 	}
@@ -204,11 +236,60 @@ func (m Model) String() string {
 		}
 		dl += fmt.Sprintf("%v (%.0f%%)", d.Budget, 100*d.Share)
 	}
-	return fmt.Sprintf("a downstream of %d workers, FIFO queue bounded at %v of waiting (503 at once beyond), finishing every request it accepted; %s; "+
-		"capacity %d workers / mean %v = %.0f calls/s; per-call deadlines %s; Poisson arrivals: %v at %g×, %v of overload at %g×, %v at %g×; "+
-		"cold phase: the first %v of the overload, steady: from %v of it to its end",
-		m.Workers, m.MaxQueue, routes, m.Workers, m.Mean().Round(100*time.Microsecond), m.Capacity(), dl,
-		m.Before, m.Base, m.Overload, m.Load, m.After, m.Base, m.Cold, m.SteadyFrom)
+	queue := fmt.Sprintf("FIFO queue bounded at %v of waiting (503 at once beyond)", m.MaxQueue)
+	if m.MaxQueue >= time.Hour {
+		queue = "unbounded FIFO queue (nothing refused)"
+	}
+	ends := "finishing every request it accepted (nothing tells it that its caller has left)"
+	if m.Propagate {
+		ends = "honouring the propagated deadline (its handler stops at arrival + the request's budget in whole ms, rounded up; a request whose deadline passed while it waited costs nothing)"
+	}
+	before := fmt.Sprintf("%v at %g×, then ", m.Before, m.Base)
+	if m.Before == 0 {
+		before = "a cold start (nothing learned before the overload): "
+	}
+	return fmt.Sprintf("a downstream of %d workers, %s, %s; %s; "+
+		"capacity %d workers / mean %v = %.0f calls/s; per-call deadlines %s; Poisson arrivals: %s%v of overload at %g×, %v at %g×; "+
+		"cold phase: the first %v of the overload, steady: from %v of it to its end (%v)",
+		m.Workers, queue, ends, routes, m.Workers, m.Mean().Round(100*time.Microsecond), m.Capacity(), dl,
+		before, m.Overload, m.Load, m.After, m.Base, m.Cold, m.SteadyFrom, m.Overload-m.SteadyFrom)
+}
+
+// Floor returns the model's unavoidable waste for a downstream that
+// finishes what it started: the share of the offered work (every call sent
+// once) spent on calls whose own service time exceeds their deadline even
+// when started at once, from n calls drawn as [Simulate] draws them.
+func (m Model) Floor(n int) float64 {
+	rng := rand.New(rand.NewPCG(m.Seed, 38))
+	var all, late float64
+	for range n {
+		route, budget := m.draw(rng)
+		s := route.draw(rng)
+		all += float64(s)
+		if s > budget {
+			late += float64(s)
+		}
+	}
+	return late / all
+}
+
+// draw draws a call's route and deadline class.
+func (m Model) draw(rng *rand.Rand) (Route, time.Duration) {
+	route := m.Routes[len(m.Routes)-1]
+	for u, r := rng.Float64(), 0; r < len(m.Routes); r++ {
+		if u -= m.Routes[r].Share; u < 0 {
+			route = m.Routes[r]
+			break
+		}
+	}
+	budget := m.Deadlines[len(m.Deadlines)-1].Budget
+	for u, d := rng.Float64(), 0; d < len(m.Deadlines); d++ {
+		if u -= m.Deadlines[d].Share; u < 0 {
+			budget = m.Deadlines[d].Budget
+			break
+		}
+	}
+	return route, budget
 }
 
 // Call is one logical call, as the scenario draws it: what an oracle would
@@ -220,6 +301,10 @@ type Call struct {
 	Start    time.Time
 	Deadline time.Time
 }
+
+// late reports whether c's service time exceeds its deadline: it misses
+// even if started at once.
+func (c Call) late() bool { return c.Service > c.Deadline.Sub(c.Start) }
 
 // Send sends one request of the call to the downstream and waits for its
 // answer: nil when it answered in time, [ErrOverloaded] when its queue was
@@ -243,8 +328,10 @@ func (r *Refused) Error() string {
 // run, and to the downstream's work for the requests sent in it.
 type second struct {
 	Calls, Good int
-	Busy        time.Duration // service time of the requests the downstream accepted
+	Possible    int           // calls whose service time is within their deadline
+	Busy        time.Duration // the downstream's time on the requests it accepted
 	Wasted      time.Duration // of which answered after their caller had left
+	Late        time.Duration // of Busy, on calls whose service time exceeds their deadline
 }
 
 // recorder collects a run's figures.
@@ -253,22 +340,27 @@ type recorder struct {
 	mu    sync.Mutex
 	secs  []second
 	// latencies of the good calls started in the cold and steady phases
-	cold, steady                           []time.Duration
+	// and in the whole overload
+	cold, steady, whole                    []time.Duration
 	coldFrom, coldTo, steadyFrom, steadyTo time.Time
+	onset, end                             time.Time
 }
 
 func (r *recorder) sec(t time.Time) *second {
 	return &r.secs[min(max(int(t.Sub(r.start)/time.Second), 0), len(r.secs)-1)]
 }
 
-// work records a request the downstream accepted at t: its service time,
-// and whether its answer came after its caller had left.
-func (r *recorder) work(t time.Time, service time.Duration, wasted bool) {
+// work records a request of call c the downstream accepted at t: the time
+// it spent on it, and whether its answer came after its caller had left.
+func (r *recorder) work(t time.Time, c Call, spent time.Duration, wasted bool) {
 	r.mu.Lock()
 	s := r.sec(t)
-	s.Busy += service
+	s.Busy += spent
 	if wasted {
-		s.Wasted += service
+		s.Wasted += spent
+	}
+	if c.late() {
+		s.Late += spent
 	}
 	r.mu.Unlock()
 }
@@ -280,10 +372,16 @@ func (r *recorder) call(c Call, good bool, latency time.Duration) {
 	defer r.mu.Unlock()
 	s := r.sec(c.Start)
 	s.Calls++
+	if !c.late() {
+		s.Possible++
+	}
 	if !good {
 		return
 	}
 	s.Good++
+	if !c.Start.Before(r.onset) && c.Start.Before(r.end) {
+		r.whole = append(r.whole, latency)
+	}
 	switch {
 	case !c.Start.Before(r.coldFrom) && c.Start.Before(r.coldTo):
 		r.cold = append(r.cold, latency)
@@ -301,6 +399,11 @@ type Phase struct {
 	// Wasted is the share of the downstream's busy time spent on requests
 	// answered after their caller had left.
 	Wasted float64
+	// Floor is the share of the downstream's busy time spent on calls
+	// whose own service time exceeds their deadline (they miss even when
+	// started at once): of Wasted, what no caller could have avoided
+	// once it sent them.
+	Floor float64
 	// P99 is the 99th percentile latency of the good calls.
 	P99 time.Duration
 }
@@ -312,6 +415,8 @@ type Result struct {
 	Load   float64
 	Cold   Phase
 	Steady Phase
+	// Whole is the whole overload.
+	Whole Phase
 	// Onset is the time from the onset of the overload to the end of the
 	// first second whose good calls reach 90% of capacity; -1 when none
 	// does within the overload.
@@ -321,7 +426,8 @@ type Result struct {
 	// 90% as often as before it; -1 when that never happens in the run.
 	Recovery time.Duration
 	// Baseline is the share of the calls that succeeded before the
-	// overload.
+	// overload; after a cold start, the share of the run's calls whose
+	// service time is within their deadline.
 	Baseline float64
 	// PerSecond is the good calls of each second of the run.
 	PerSecond []int
@@ -329,18 +435,20 @@ type Result struct {
 
 func (r *recorder) phase(from, to time.Time, lat []time.Duration, capacity float64) Phase {
 	var p Phase
-	var busy, wasted time.Duration
+	var busy, wasted, late time.Duration
 	a, b := int(from.Sub(r.start)/time.Second), int(to.Sub(r.start)/time.Second)
 	for _, s := range r.secs[a:b] {
 		p.Calls += s.Calls
 		p.Good += s.Good
 		busy += s.Busy
 		wasted += s.Wasted
+		late += s.Late
 	}
 	p.Goodput = float64(p.Good) / to.Sub(from).Seconds()
 	p.Capacity = p.Goodput / capacity
 	if busy > 0 {
 		p.Wasted = float64(wasted) / float64(busy)
+		p.Floor = float64(late) / float64(busy)
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

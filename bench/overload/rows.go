@@ -22,13 +22,30 @@ const (
 	Gradient2     = "Netflix Gradient2 (windowed)"
 	Vegas         = "Netflix Vegas"
 	EnvoyGradient = "Envoy adaptive concurrency (gradient controller)"
-	ThisToday     = "deadline (this), without the new parts"
+	FixedLimit    = "fixed limit = the workers, waiting FIFO while the service time fits (reference)"
 )
 
-// Rows returns every row, in the order of the tables. Each call returns
-// new rows; each run builds its own Caller.
+// Rows returns every row of issue 31's models, in the order of the
+// tables. Each call returns new rows; each run builds its own Caller.
 func Rows() []Row {
-	return append([]Row{
+	return append(append(references(), peers()...), thisRows()...)
+}
+
+// UniformRows returns the rows of the uniform-budget model ([Uniform]): no
+// limiter, the fixed limit every row is measured against, the peers, and
+// this project through Do with DefaultPolicy and a Limiter.
+func UniformRows() []Row {
+	rows := references()[:1]
+	rows = append(rows, Row{Name: FixedLimit, Config: "a client-side semaphore of as many permits as the downstream has workers (10); " +
+		"a call over the limit waits for a permit in FIFO order while its remaining budget is at least the route's median service time (20ms, " +
+		"which is every call's in this model), then gives up: what an operator who knows the downstream would configure",
+		New: newFixedLimit})
+	return append(append(rows, peers()...), thisUniformRows()...)
+}
+
+// references returns the rows every other row is read against.
+func references() []Row {
+	return []Row{
 		{Name: NoLimiter, Config: "every call sent once, as it comes",
 			New: func(Env) (Caller, error) {
 				return CallerFunc(func(ctx context.Context, _ Call, send Send) error { return send(ctx) }), nil
@@ -40,6 +57,12 @@ func Rows() []Row {
 					return env.Peek(ctx, c, func(done time.Time) bool { return !done.After(c.Deadline) })
 				}), nil
 			}},
+	}
+}
+
+// peers returns the peers' rows.
+func peers() []Row {
+	return []Row{
 		{Name: FailsafeAL, Config: "failsafe.With(adaptivelimiter.NewBuilder[any]().Build()): its defaults (limits 1..200, initial 20, " +
 			"max limit factor 5, recent window 1s..30s/50 samples, p90, baseline window 10, correlation window 50), no queueing: over the limit, ErrExceeded at once",
 			New: func(Env) (Caller, error) {
@@ -69,8 +92,25 @@ func Rows() []Row {
 			New: func(Env) (Caller, error) { return newSimpleLimiter(newVegas()), nil }},
 		{Name: EnvoyGradient, Config: envoyConfig,
 			New: func(Env) (Caller, error) { return newEnvoy(), nil }},
-		{Name: ThisToday, Config: thisTodayConfig, Admission: true, New: newThisToday},
-	}, thisNewRows()...)
+	}
+}
+
+// newFixedLimit builds the FixedLimit row's caller for one run.
+func newFixedLimit(env Env) (Caller, error) {
+	m := env.Model
+	sem := make(chan struct{}, m.Workers) // a channel's senders wait in FIFO order
+	need := m.Routes[0].Median
+	return CallerFunc(func(ctx context.Context, c Call, send Send) error {
+		wait, cancel := context.WithDeadline(ctx, c.Deadline.Add(-need))
+		defer cancel()
+		select {
+		case sem <- struct{}{}:
+		case <-wait.Done():
+			return errLimited
+		}
+		defer func() { <-sem }()
+		return send(ctx)
+	}), nil
 }
 
 // failsafeCaller runs each call through exec, failsafe-go's own executor,

@@ -3,7 +3,6 @@ package overload
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -68,6 +67,7 @@ func (p *plain) send(ctx context.Context, c Call, admit func(time.Time) bool) er
 		return err
 	}
 	now := time.Now()
+	stop, stops := p.m.handlerEnd(ctx, now)
 	p.mu.Lock()
 	w := 0
 	for i, f := range p.free {
@@ -83,8 +83,12 @@ func (p *plain) send(ctx context.Context, c Call, admit func(time.Time) bool) er
 		p.mu.Unlock()
 		return ErrOverloaded
 	}
-	done := begin.Add(c.Service)
-	if admit != nil && !admit(done) {
+	spent := c.Service
+	if stops {
+		spent = min(max(stop.Sub(begin), 0), c.Service)
+	}
+	done := begin.Add(spent)
+	if admit != nil && !admit(begin.Add(c.Service)) {
 		p.mu.Unlock()
 		return ErrNotSent
 	}
@@ -94,12 +98,29 @@ func (p *plain) send(ctx context.Context, c Call, admit func(time.Time) bool) er
 	defer t.Stop()
 	select {
 	case <-t.C:
-		p.rec.work(now, c.Service, false)
+		if spent < c.Service { // the handler stopped at its deadline
+			p.rec.work(now, c, spent, true)
+			return context.DeadlineExceeded
+		}
+		p.rec.work(now, c, spent, false)
 		return nil
 	case <-ctx.Done():
-		p.rec.work(now, c.Service, true)
+		p.rec.work(now, c, spent, true)
 		return ctx.Err()
 	}
+}
+
+// handlerEnd returns when the downstream's handler of a request sent at
+// now with ctx stops, and true, in the propagated variant: now + the
+// request's budget in whole milliseconds, rounded up (the header's), as
+// this project's server side derives it; otherwise false (it finishes).
+func (m Model) handlerEnd(ctx context.Context, now time.Time) (time.Time, bool) {
+	end, ok := ctx.Deadline()
+	if !m.Propagate || !ok {
+		return time.Time{}, false
+	}
+	budget := (end.Sub(now) + time.Millisecond - 1).Truncate(time.Millisecond)
+	return now.Add(max(budget, 0)), true
 }
 
 // AdmissionThreshold is the learned admission's threshold in the
@@ -108,9 +129,10 @@ func (p *plain) send(ctx context.Context, c Call, admit func(time.Time) bool) er
 const AdmissionThreshold = 0.05
 
 // AdmissionConfig describes the downstream with admission.
-const AdmissionConfig = "the downstream behind admission.NewAdmitter(Config{Queue: NewQueue(Workers, MaxQueue × capacity), " +
+const AdmissionConfig = "the downstream behind admission.NewAdmitter(Config{Queue: NewQueue(Workers, Backlog × capacity), " +
 	"Learned: {Recorder, (*learn.Recorder).Live(Max 1s, MinSamples 100), Threshold 0.05}}) per route; the request carries what is left of the " +
-	"attempt's deadline as its budget, and its context ends when the attempt does (a waiting request leaves the queue; one being served is finished)"
+	"attempt's deadline as its budget, and its context ends when the attempt does (a waiting request leaves the queue; one being served is finished, " +
+	"or in the propagated variant stopped at the deadline the admission derived)"
 
 // admitted is the downstream with this project's server admission: an
 // admission queue of Workers slots and a backlog of MaxQueue of work, with
@@ -123,7 +145,11 @@ type admitted struct {
 }
 
 func newAdmitted(m Model, rec *recorder) (*admitted, error) {
-	q, err := admission.NewQueue(m.Workers, int(m.MaxQueue.Seconds()*m.Capacity()))
+	backlog := m.Backlog
+	if backlog == 0 {
+		backlog = m.MaxQueue
+	}
+	q, err := admission.NewQueue(m.Workers, int(backlog.Seconds()*m.Capacity()))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +172,9 @@ func (a *admitted) send(ctx context.Context, c Call) error {
 	}
 	now := time.Now()
 	var in admission.Inbound
-	if end, ok := ctx.Deadline(); ok {
+	if end, ok := a.m.handlerEnd(ctx, now); ok {
+		in = admission.Inbound{Present: true, Budget: end.Sub(now)}
+	} else if end, ok := ctx.Deadline(); ok {
 		in = admission.Inbound{Present: true, Budget: end.Sub(now)}
 	}
 	sctx, cancel := context.WithCancel(context.Background())
@@ -164,9 +192,20 @@ func (a *admitted) send(ctx context.Context, c Call) error {
 			answer <- &Refused{Reason: d.Refusal.String()}
 			return
 		}
-		time.Sleep(c.Service) // finished even if its caller has left
-		t.Done(sctx, true)
-		a.rec.work(now, c.Service, sctx.Err() != nil)
+		spent, hctx := c.Service, sctx // finished even if its caller has left
+		if a.m.Propagate {             // or stopped at the deadline the admission derived
+			var stop context.CancelFunc
+			hctx, stop = d.Deadline.Scope(sctx)
+			defer stop()
+			spent = min(max(time.Until(d.Deadline.End()), 0), c.Service)
+		}
+		time.Sleep(spent)
+		t.Done(hctx, true)
+		a.rec.work(now, c, spent, spent < c.Service || sctx.Err() != nil)
+		if spent < c.Service {
+			answer <- context.DeadlineExceeded
+			return
+		}
 		answer <- nil
 	})
 	select {
@@ -190,7 +229,7 @@ func Simulate(row Row, m Model) (Result, error) {
 	total := m.Before + m.Overload + m.After
 	onset, end := start.Add(m.Before), start.Add(m.Before+m.Overload)
 	rec := &recorder{start: start, secs: make([]second, int((total+time.Second-1)/time.Second)),
-		coldFrom: onset, coldTo: onset.Add(m.Cold), steadyFrom: onset.Add(m.SteadyFrom), steadyTo: end}
+		coldFrom: onset, coldTo: onset.Add(m.Cold), steadyFrom: onset.Add(m.SteadyFrom), steadyTo: end, onset: onset, end: end}
 	env := Env{Model: m}
 	var send func(ctx context.Context, c Call) error
 	var adm *admitted
@@ -225,21 +264,8 @@ func Simulate(row Row, m Model) (Result, error) {
 		if !t.Before(start.Add(total)) {
 			break
 		}
-		route := m.Routes[len(m.Routes)-1]
-		for u, r := rng.Float64(), 0; r < len(m.Routes); r++ {
-			if u -= m.Routes[r].Share; u < 0 {
-				route = m.Routes[r]
-				break
-			}
-		}
+		route, budget := m.draw(rng)
 		service := route.draw(rng)
-		budget := m.Deadlines[len(m.Deadlines)-1].Budget
-		for u, d := rng.Float64(), 0; d < len(m.Deadlines); d++ {
-			if u -= m.Deadlines[d].Share; u < 0 {
-				budget = m.Deadlines[d].Budget
-				break
-			}
-		}
 		time.Sleep(time.Until(t))
 		c := Call{Index: i, Route: route.Name, Service: service, Start: time.Now()}
 		c.Deadline = c.Start.Add(budget)
@@ -266,17 +292,26 @@ func (r *recorder) result(name string, m Model) Result {
 	capacity := m.Capacity()
 	res := Result{Row: name, Seed: m.Seed, Load: m.Load, Onset: -1, Recovery: -1,
 		Cold:   r.phase(r.coldFrom, r.coldTo, r.cold, capacity),
-		Steady: r.phase(r.steadyFrom, r.steadyTo, r.steady, capacity)}
+		Steady: r.phase(r.steadyFrom, r.steadyTo, r.steady, capacity),
+		Whole:  r.phase(r.onset, r.end, r.whole, capacity)}
 	for _, s := range r.secs {
 		res.PerSecond = append(res.PerSecond, s.Good)
 	}
 	b, e := int(m.Before/time.Second), int((m.Before+m.Overload)/time.Second)
 	var before second
-	for _, s := range r.secs[1:b] { // the first second fills the pipeline
+	for _, s := range r.secs[min(1, b):b] { // the first second fills the pipeline
 		before.Calls += s.Calls
 		before.Good += s.Good
 	}
 	res.Baseline = float64(before.Good) / float64(max(before.Calls, 1))
+	if b < 2 { // a cold start: the calls that can make it at all
+		var all second
+		for _, s := range r.secs {
+			all.Calls += s.Calls
+			all.Possible += s.Possible
+		}
+		res.Baseline = float64(all.Possible) / float64(max(all.Calls, 1))
+	}
 	for i := b; i < e; i++ {
 		if float64(r.secs[i].Good) >= 0.9*capacity {
 			res.Onset = time.Duration(i-b+1) * time.Second
@@ -297,6 +332,5 @@ func (r *recorder) result(name string, m Model) Result {
 			break
 		}
 	}
-	_ = math.Inf
 	return res
 }

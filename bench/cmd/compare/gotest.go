@@ -78,17 +78,25 @@ func brownoutReport() (brownout.Report, error) {
 }
 
 // overloadReport runs scenario 10: TestOverloadReport in package overload,
-// in synctest bubbles, and reads its JSON; short runs its short model.
-func overloadReport(short bool) (overload.Report, error) {
+// in synctest bubbles, and reads its JSON; short runs its short models,
+// sets (comma-separated, empty: all) chooses the sets, seeds > 0 runs the
+// first seeds only.
+func overloadReport(short bool, sets string, seeds int) (overload.Report, error) {
 	var rep overload.Report
 	var extra []string
 	if short {
 		extra = append(extra, "-test.short")
 	}
+	if sets != "" {
+		extra = append(extra, "-overload.sets="+sets)
+	}
+	if seeds > 0 {
+		extra = append(extra, "-overload.seeds="+strconv.Itoa(seeds))
+	}
 	if err := testReport("./overload", "TestOverloadReport", "overload", &rep, extra...); err != nil {
 		return rep, err
 	}
-	if len(rep.Results) == 0 {
+	if len(rep.Sets) == 0 {
 		return rep, fmt.Errorf("the overload report is empty")
 	}
 	return rep, nil

@@ -6,7 +6,8 @@
 //	cd bench && go run ./cmd/compare -quick -repeat 3   # ranges across 3 runs
 //	cd bench && go run ./cmd/compare -only 8   # the outage model alone (virtual time, seconds)
 //	cd bench && go run ./cmd/compare -only 9   # the brownout model alone (virtual time, seconds)
-//	cd bench && go run ./cmd/compare -only 10  # the overload model alone (virtual time, minutes; -quick: its short model)
+//	cd bench && go run ./cmd/compare -only 10  # the overload models alone (virtual time, an hour of CPU; -quick: their short models)
+//	cd bench && go run ./cmd/compare -only 10 -overload-sets uniform -overload-seeds 1  # one set of scenario 10, one seed
 //
 // The real-time scenarios (1 to 5) share one pool of runs in flight, the
 // longest first, so that their wall time overlaps; every library's runs are
@@ -47,6 +48,8 @@ func run(args []string, out, log io.Writer) error {
 	parallel := fs.Int("parallel", 16, "real-time runs in flight at once (they sleep, they do not compute)")
 	only := fs.String("only", "", "comma-separated scenario numbers to run (default: all)")
 	repeat := fs.Int("repeat", 1, "run the whole comparison this many times and print each cell's range (min–max) across the runs")
+	sets := fs.String("overload-sets", "", "scenario 10: comma-separated sets to run (uniform, default, propagated, two routes; default: all)")
+	seeds := fs.Int("overload-seeds", 0, "scenario 10: run the first n seeds (default: all; 1 with -quick)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func run(args []string, out, log io.Writer) error {
 		if *repeat > 1 {
 			fmt.Fprintf(log, "run %d of %d\n", i+1, *repeat)
 		}
-		tables, err := once(o, on, *quick, log)
+		tables, err := once(o, on, *quick, overloadOptions{*sets, *seeds}, log)
 		if err != nil {
 			return err
 		}
@@ -102,7 +105,7 @@ func run(args []string, out, log io.Writer) error {
 }
 
 // once runs the selected scenarios one time and returns their tables.
-func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) ([]scenario.Table, error) {
+func once(o scenario.Options, on func(string) bool, quick bool, ov overloadOptions, log io.Writer) ([]scenario.Table, error) {
 	rs, hs := peers.All(), peers.AllHTTP()
 	c, c3, c4 := peers.Scenario1(), scenario.Scenario3(), scenario.Scenario4()
 	var tables []func() scenario.Table
@@ -182,7 +185,7 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 	}
 	if on("10") {
 		t0 := time.Now()
-		rep, err := overloadReport(quick)
+		rep, err := overloadReport(quick, ov.sets, ov.seeds)
 		if err != nil {
 			return nil, fmt.Errorf("scenario 10: %w", err)
 		}
@@ -208,6 +211,12 @@ func once(o scenario.Options, on func(string) bool, quick bool, log io.Writer) (
 		fmt.Fprintf(log, "scenario 7: %v\n", time.Since(t0).Round(time.Millisecond))
 	}
 	return out, nil
+}
+
+// overloadOptions chooses scenario 10's sets and seeds.
+type overloadOptions struct {
+	sets  string
+	seeds int
 }
 
 // clockSource returns the kernel's current clock source (tsc, kvm-clock,
