@@ -44,7 +44,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetgenkit"
 )
@@ -99,12 +98,14 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	srv := httptest.NewServer(prov) // loopback
 	defer srv.Close()
 
-	// The provider's SDK: openai-go's retries off, a deadlinehttp.Transport
-	// under it (a 429 is retried within the budget, Retry-After honoured).
+	// The provider's SDK: openai-go's retries off, the agents' transport
+	// recipe under it (an HTTP span per request below its chat attempt; a
+	// 429 is retried by the model call within the budget, after the wait
+	// the provider asked for).
 	oai := &compat_oai.OpenAICompatible{
 		Provider: "fake", APIKey: "sk-demo", BaseURL: srv.URL + "/v1/",
 		Opts: []option.RequestOption{
-			option.WithHTTPClient(&http.Client{Transport: deadlinehttp.NewTransport(nil)}),
+			option.WithHTTPClient(&http.Client{Transport: otelbudgetgenkit.Transport(nil, nil)}),
 			option.WithMaxRetries(0),
 		},
 	}
