@@ -59,7 +59,7 @@ func BenchmarkConsumeTraces(b *testing.B) {
 	const n = 10000
 	td := benchTraces(n)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+	c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func BenchmarkExportStall(b *testing.B) {
 	for _, keys := range []int{1000, 10000} {
 		b.Run(fmt.Sprint(keys), func(b *testing.B) {
 			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop(), nil)
+			c, err := newConnector(connectorSettingsFor("bench"), cfg, consumertest.NewNop())
 			if err != nil {
 				b.Fatal(err)
 			}

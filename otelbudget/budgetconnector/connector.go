@@ -50,13 +50,13 @@ const (
 var outcomeNames = [nOutcomes]string{"accepted", "not_attempt", "unnamed_step", "attribute_type", "not_recorded", "bad_duration", "name_too_long", "bad_time", "rejected"}
 
 // budgetConnector is one connector instance, shared by its traces and
-// metrics pipelines.
+// metrics pipelines through sharedcomponent: started by the first, shut
+// down by the last.
 type budgetConnector struct {
-	cfg     *Config
-	logger  *zap.Logger
-	next    consumer.Metrics
-	release func()
-	clock   clock
+	cfg    *Config
+	logger *zap.Logger
+	next   consumer.Metrics
+	clock  clock
 
 	tel      *metadata.TelemetryBuilder
 	outcomes [nOutcomes]metric.AddOption // the outcome attribute of each
@@ -73,9 +73,7 @@ type budgetConnector struct {
 	windowFull    int64           // deltas a window could not take (overflow), under exportMu
 	snaps         []keySnap       // the export's, under exportMu
 
-	life      sync.Mutex // Start, Shutdown
-	refs      int
-	stop      chan struct{}
+	stop      chan struct{} // Start, Shutdown: serialized by sharedcomponent
 	done      chan struct{}
 	publisher CeilingsPublisher
 }
@@ -85,12 +83,12 @@ var (
 	_ connector.Metrics = (*budgetConnector)(nil)
 )
 
-func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics, release func()) (*budgetConnector, error) {
+func newConnector(set connector.Settings, cfg *Config, next consumer.Metrics) (*budgetConnector, error) {
 	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	c := &budgetConnector{cfg: cfg, logger: set.Logger, next: next, release: release, clock: wallClock{},
+	c := &budgetConnector{cfg: cfg, logger: set.Logger, next: next, clock: wallClock{},
 		store: newStore(cfg.MaxKeys), tel: tel}
 	for o, name := range outcomeNames {
 		c.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, name)))
@@ -157,23 +155,16 @@ func (c *budgetConnector) Capabilities() consumer.Capabilities {
 var ErrNoPublisher = errors.New("deadlinebudget: the opamp extension named is not there")
 
 // Start finds the OpAMP extension (when configured) and starts the export
-// loop. Both pipelines of a connector call it; the first starts.
+// loop. Of a connector's pipelines, the first to start calls it
+// (sharedcomponent).
 func (c *budgetConnector) Start(_ context.Context, host component.Host) error {
-	c.life.Lock()
-	defer c.life.Unlock()
-	c.refs++
-	if c.refs > 1 {
-		return nil
-	}
 	if c.cfg.OpAMP != nil {
 		ext, ok := host.GetExtensions()[*c.cfg.OpAMP]
 		if !ok {
-			c.refs--
 			return fmt.Errorf("%w: %q is not among the service's extensions (service::extensions)", ErrNoPublisher, c.cfg.OpAMP.String())
 		}
 		p, ok := ext.(CeilingsPublisher)
 		if !ok {
-			c.refs--
 			return fmt.Errorf("%w: %q is a %T, not a deadlinebudget_opamp extension", ErrNoPublisher, c.cfg.OpAMP.String(), ext)
 		}
 		c.publisher = p
@@ -187,19 +178,10 @@ func (c *budgetConnector) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops the export loop when the last pipeline shuts down, after
-// a last export.
+// Shutdown stops the export loop, after a last export. Of a connector's
+// pipelines, the last to shut down calls it (sharedcomponent), or the
+// first if none started.
 func (c *budgetConnector) Shutdown(ctx context.Context) error {
-	c.life.Lock()
-	defer c.life.Unlock()
-	if c.refs > 1 {
-		c.refs--
-		return nil
-	}
-	c.refs = 0
-	if c.release != nil {
-		c.release()
-	}
 	defer c.tel.Shutdown()
 	if c.stop == nil {
 		return nil

@@ -637,7 +637,7 @@ func TestExportLoopPanicIsReported(t *testing.T) {
 	cfg := f.CreateDefaultConfig().(*Config)
 	c, err := f.CreateTracesToMetrics(context.Background(), connectorSettingsFor(t.Name()), cfg, consumertest.NewNop())
 	require.NoError(t, err)
-	c.(*budgetConnector).clock = panicClock{}
+	c.(*shared).Unwrap().clock = panicClock{}
 	host := &reportingHost{events: make(chan *componentstatus.Event, 1)}
 	require.NoError(t, c.Start(context.Background(), host))
 	ev := <-host.events
@@ -658,3 +658,53 @@ type reportingHost struct {
 
 func (*reportingHost) GetExtensions() map[component.ID]component.Component { return nil }
 func (h *reportingHost) Report(ev *componentstatus.Event)                  { h.events <- ev }
+
+// A connector in a traces and a metrics pipeline is one instance: the
+// first pipeline's Start starts it, the first Shutdown leaves it taking
+// spans, the last exports what it holds and stops it; the same ID made
+// again afterwards (a reloaded configuration) is a new instance.
+func TestSharedAcrossPipelines(t *testing.T) {
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.ExportInterval = time.Hour // only Shutdown's last export
+	set := connectorSettingsFor(t.Name())
+	sink := new(consumertest.MetricsSink)
+	ctx, host := context.Background(), componenttest.NewNopHost()
+	tc, err := f.CreateTracesToMetrics(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	mc, err := f.CreateMetricsToMetrics(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	require.Same(t, tc.(*shared).Unwrap(), mc.(*shared).Unwrap())
+	require.NoError(t, tc.Start(ctx, host))
+	require.NoError(t, mc.Start(ctx, host))
+
+	require.NoError(t, tc.Shutdown(ctx))
+	assert.Zero(t, sink.DataPointCount(), "one pipeline still runs: no last export yet")
+	require.NoError(t, tc.ConsumeTraces(ctx, tracesOf(genSamples(100, 1))))
+	require.NoError(t, mc.Shutdown(ctx))
+	require.NotEmpty(t, sink.AllMetrics(), "the last Shutdown exports")
+	got := int64(0)
+	for _, md := range sink.AllMetrics() {
+		rms := md.ResourceMetrics()
+		for i := range rms.Len() {
+			sms := rms.At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					if ms.At(k).Name() == MetricAttempts {
+						dps := ms.At(k).Sum().DataPoints()
+						for p := range dps.Len() {
+							got += dps.At(p).IntValue()
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, int64(100), got, "the spans taken after the first Shutdown are in the last export")
+
+	again, err := f.CreateTracesToMetrics(ctx, set, cfg, sink)
+	require.NoError(t, err)
+	assert.NotSame(t, tc.(*shared).Unwrap(), again.(*shared).Unwrap(), "a new instance once the last pipeline shut down")
+	require.NoError(t, again.Shutdown(ctx))
+}

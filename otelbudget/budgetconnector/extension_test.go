@@ -38,7 +38,7 @@ func TestConnectorPublishes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background(), hostWith{id: id, ext: ext}))
 	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
-	bc := c.(*budgetConnector)
+	bc := c.(*shared).Unwrap()
 	require.NoError(t, bc.ConsumeTraces(context.Background(), tracesOf(genSamples(6000, 4))))
 	md := exportOnce(t, bc, sink)
 

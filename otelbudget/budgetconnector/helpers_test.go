@@ -159,16 +159,16 @@ func newTestConnectorAt(t *testing.T, cfg *Config, sink *consumertest.MetricsSin
 	require.NoError(t, err)
 	mc, err := f.CreateMetricsToMetrics(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
-	require.Same(t, tc, mc, "one instance for both pipelines")
-	tc.(*budgetConnector).clock = clk
-	telemetries.Store(tc, tel)
+	require.Same(t, tc.(*shared).Unwrap(), mc.(*shared).Unwrap(), "one instance for both pipelines")
+	tc.(*shared).Unwrap().clock = clk
+	telemetries.Store(tc.(*shared).Unwrap(), tel)
 	require.NoError(t, tc.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, mc.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {
 		require.NoError(t, tc.Shutdown(context.Background()))
 		require.NoError(t, mc.Shutdown(context.Background()))
 	})
-	return tc.(*budgetConnector)
+	return tc.(*shared).Unwrap()
 }
 
 // histograms returns the connector's histograms, by key.

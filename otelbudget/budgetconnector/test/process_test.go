@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
@@ -115,12 +116,71 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// buildCollector builds ./cmd/otelcol-deadline into dir.
-func buildCollector(t *testing.T, dir string) string {
-	bin := filepath.Join(dir, "otelcol-deadline")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/otelcol-deadline").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+// ocbVersion is the Collector builder the docs' builder config is for.
+const ocbVersion = "v0.165.0"
+
+// ocb returns the Collector builder's binary, installed from the module
+// proxy into the repository's .bin (which git ignores) the first time and
+// found there afterwards. It is installed under a temporary name and
+// renamed, so that two test processes never see half a binary.
+func ocb(t *testing.T) string {
+	binDir, err := filepath.Abs(filepath.Join("..", "..", "..", ".bin"))
+	require.NoError(t, err)
+	bin := filepath.Join(binDir, "ocb-"+ocbVersion)
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	require.NoError(t, os.MkdirAll(binDir, 0o755))
+	tmp, err := os.MkdirTemp(binDir, "ocb-install-")
+	require.NoError(t, err)
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("go", "install", "go.opentelemetry.io/collector/cmd/builder@"+ocbVersion)
+	cmd.Dir, cmd.Env = tmp, append(os.Environ(), "GOBIN="+tmp)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go install the Collector builder: %s", out)
+	require.NoError(t, os.Rename(filepath.Join(tmp, "builder"), bin))
 	return bin
+}
+
+// builderConfig is docs/fleet.md's builder config as written, with only
+// what a checkout of this repository needs added: replaces pointing the
+// repository's modules at their directories (v0.1.0 is not published from
+// a working tree), and an output path in dir. It returns the config and the
+// distribution's binary name.
+func builderConfig(t *testing.T, dir string) ([]byte, string) {
+	blocks := docsYAML(t, func(first string) bool { return first == "# builder-config.yaml (ocb)" })
+	require.Len(t, blocks, 1, "docs/fleet.md has one builder config")
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(blocks[0]), &cfg))
+	require.NotContains(t, cfg, "replaces", "the docs' builder config is a user's: no replaces")
+	dist, ok := cfg["dist"].(map[string]any)
+	require.True(t, ok, "the docs' builder config names its distribution")
+	name, ok := dist["name"].(string)
+	require.True(t, ok && name != "", "the docs' builder config names its binary")
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	require.NoError(t, err)
+	dist["output_path"] = filepath.Join(dir, "dist")
+	cfg["replaces"] = []string{
+		"github.com/deadlinebudget/budget => " + root,
+		"github.com/deadlinebudget/budget/otelbudget/budgetconnector => " + filepath.Join(root, "otelbudget", "budgetconnector"),
+		"github.com/deadlinebudget/budget/otelbudget/budgetopamp => " + filepath.Join(root, "otelbudget", "budgetopamp"),
+	}
+	out, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	return out, name
+}
+
+// buildCollector builds the Collector with the builder from docs/fleet.md's
+// builder config, as a user builds it, into dir. The Go build cache keeps
+// the compiled packages, so a second build is a link.
+func buildCollector(t *testing.T, dir string) string {
+	builder := ocb(t)
+	cfg, name := builderConfig(t, dir)
+	path := filepath.Join(dir, "builder-config.yaml")
+	require.NoError(t, os.WriteFile(path, cfg, 0o600))
+	out, err := exec.Command(builder, "--config", path).CombinedOutput()
+	require.NoError(t, err, "ocb --config builder-config.yaml:\n%s\n%s", cfg, out)
+	return filepath.Join(dir, "dist", name)
 }
 
 // runCollector runs bin with config (and extra --config sources), with
@@ -213,7 +273,8 @@ func startClient(t *testing.T, opamp string, certs certtest.Certs, header http.H
 }
 
 // The docs' YAML for one Collector and for the gateway tier, run as
-// processes of a Collector built with the docs' components: each starts as
+// processes of the Collector that ocb builds from the docs' builder
+// config: each starts as
 // written (addresses on loopback, certificates made here); over its
 // extension's TLS and bearer auth, a client with the token gets its
 // service's ceilings, an anonymous one and one with a wrong token are
@@ -227,7 +288,7 @@ func TestDocsCollectorsAsProcesses(t *testing.T) {
 	certs.Files(t, dir)
 	began := time.Now()
 	bin := buildCollector(t, dir)
-	t.Logf("go build ./cmd/otelcol-deadline took %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("ocb built the docs' Collector in %v", time.Since(began).Round(time.Millisecond))
 	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	defer metrics.Close()
 	const token = "s3cret-token"
