@@ -1,6 +1,7 @@
 package deadlinehttp
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -336,12 +337,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := r.Context(), noCancel
 	returned := false
 	var cio *clientIO
+	unshield := noCancel
 	defer func() {
 		if cio != nil {
 			t.Exclude(cio.wait())
 		}
 		t.Done(ctx, returned) // before cancel: ctx says how next ended
 		cancel()
+		unshield()
 	}()
 	if h.cfg.admission != nil {
 		h.cfg.admission(r, a)
@@ -350,12 +353,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, a)
 		return
 	}
-	ctx, cancel = d.Scope(deadline.NewContext(r.Context(), d))
+	parent := r.Context()
 	if h.cfg.bodyRead && r.Body != nil && r.Body != http.NoBody {
 		// ErrNotSupported (a ResponseWriter without the method) leaves the
 		// request as it was, as WithBodyReadDeadline says.
-		_ = http.NewResponseController(w).SetReadDeadline(d.End())
+		if http.NewResponseController(w).SetReadDeadline(d.End()) == nil {
+			parent, unshield = shieldAfter(parent, d.End())
+		}
 	}
+	ctx, cancel = d.Scope(deadline.NewContext(parent, d))
 	inner := r.WithContext(ctx)
 	if a.HeaderStripped {
 		inner.Header = r.Header.Clone() // the inbound request is not ours to modify
@@ -378,6 +384,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func noCancel() {}
+
+// shieldAfter returns parent's values and cancellation, except a
+// cancellation seen at or after end: net/http cancels a request's context
+// when a read of its connection fails, and a read deadline set at end
+// (WithBodyReadDeadline) fails one at end. That cancellation is the budget
+// running out, which the scope's own deadline (end) reports as such
+// (context.DeadlineExceeded); passed on, it would race that deadline and
+// could make the budget's end look like the caller's cancel. A
+// cancellation before end (the client went away) is passed on with its
+// cause. The returned func releases it.
+func shieldAfter(parent context.Context, end time.Time) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	stop := context.AfterFunc(parent, func() {
+		if time.Now().Before(end) {
+			cancel(context.Cause(parent))
+		}
+	})
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
 // was too small, 503 when the admission queue was full.
