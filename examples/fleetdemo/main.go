@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -54,12 +55,32 @@ func main() {
 const service = "checkout"
 
 // steps are the plan's steps: their median latency (log-normal, σ 0.5)
-// and the configured ceiling, which cuts the slowest fetches.
+// and the configured ceiling, which cuts the slowest fetches: 2.7 % of
+// them, fewer than the 5 % above the p95 the connector suggests from, so
+// that the p95 is found although the ceiling binds. (With a 20 ms median,
+// 5.8 % of these draws were cut: the p95 lay above the ceiling, and the
+// connector rightly suggests no ceiling then, only raise_above;
+// TestFetchP95IsFound.)
 var steps = []struct {
 	name    string
 	median  time.Duration
 	ceiling time.Duration
-}{{"search", 8 * time.Millisecond, 100 * time.Millisecond}, {"fetch", 20 * time.Millisecond, 45 * time.Millisecond}}
+}{{"search", 8 * time.Millisecond, 100 * time.Millisecond}, {"fetch", 17 * time.Millisecond, 45 * time.Millisecond}}
+
+// quantile is the quantile the connector suggests from.
+const quantile = 0.95
+
+// newLatency is client id's latency source: log-normal (σ 0.5) around a
+// median, from a generator seeded by id, so that every run draws the same.
+func newLatency(id int) func(median time.Duration) time.Duration {
+	rng := rand.New(rand.NewPCG(uint64(id), 42))
+	var mu sync.Mutex
+	return func(median time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(float64(median) * math.Exp(0.5*rng.NormFloat64()))
+	}
+}
 
 func run(ctx context.Context, out io.Writer, args []string) error {
 	fs := flag.NewFlagSet("fleetdemo", flag.ContinueOnError)
@@ -72,7 +93,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	if *clients < 1 || *calls < 1 || *interval <= 0 {
 		return errors.New("-clients and -calls must be >= 1, -interval > 0")
 	}
-	col, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: *interval, Connector: "suggest:\n  quantile: 0.95\n  min_samples: 200"})
+	col, err := fleettest.Start(ctx, fleettest.Options{ExportInterval: *interval, Connector: fmt.Sprintf("suggest:\n  quantile: %g\n  min_samples: 200", quantile)})
 	if err != nil {
 		return err
 	}
@@ -86,20 +107,12 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	}
 	fmt.Fprintf(out, "%d clients ran %d plans each in %s; their %d attempt spans went to the Collector\n", *clients, *calls, time.Since(began).Round(time.Millisecond), sum(attempts))
 
-	ceilings, err := waitCeilings(ctx, col, attempts, 10**interval)
+	last, err := waitExport(ctx, col, attempts, 10**interval)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "the connector's suggestions (deadline.fleet.suggestion.*):")
-	batches, _ := col.Metrics.Batches()
-	samples := fleettest.Gauges(batches, budgetconnector.MetricSamples)
-	share := fleettest.Gauges(batches, budgetconnector.MetricCensoredShare)
-	est := fleettest.Gauges(batches, budgetconnector.MetricEstimate)
-	for _, s := range steps {
-		k := service + "/" + s.name
-		fmt.Fprintf(out, "  %-7s ceiling %7.2fms  p95 %6.2fms  censored %4.1f%%  from %d attempts (configured ceiling %s)\n",
-			s.name, 1000*ceilings[k], 1000*est[k], 100*share[k], int(samples[k]), s.ceiling)
-	}
+	report(out, last)
 
 	// A process starting cold: no samples of its own.
 	var rec learn.Recorder
@@ -179,13 +192,7 @@ func runClient(ctx context.Context, otlp string, id, calls int, counts *[2]atomi
 	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(service), semconv.ServiceInstanceID(fmt.Sprintf("client-%02d", id)))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
-	rng := rand.New(rand.NewPCG(uint64(id), 42))
-	var mu sync.Mutex
-	latency := func(median time.Duration) time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return time.Duration(float64(median) * math.Exp(0.5*rng.NormFloat64()))
-	}
+	latency := newLatency(id)
 	for range calls {
 		d := deadline.New(time.Second)
 		for i, s := range steps {
@@ -209,27 +216,55 @@ func runClient(ctx context.Context, otlp string, id, calls int, counts *[2]atomi
 	return tp.Shutdown(ctx)
 }
 
-// waitCeilings waits until the Collector has exported suggestions that
-// rest on every attempt the clients made (want, by "service/step"), and
-// returns their ceilings (seconds, by "service/step").
-func waitCeilings(ctx context.Context, col *fleettest.Collector, want map[string]int, limit time.Duration) (map[string]float64, error) {
+// waitExport waits until the Collector has exported suggestions that rest
+// on every attempt the clients made (want, by "service/step") and returns
+// that export alone: what the connector published to OpAMP with it. An
+// earlier export's suggestion is not carried over (a step that had a
+// ceiling while clients were sending may have none once every attempt is
+// in: too many cut to find its quantile).
+func waitExport(ctx context.Context, col *fleettest.Collector, want map[string]int, limit time.Duration) ([]pmetric.Metrics, error) {
 	timeout := time.After(limit)
+	var got map[string]float64
 	for {
 		batches, changed := col.Metrics.Batches()
-		got := fleettest.Gauges(batches, budgetconnector.MetricSamples)
-		all := true
-		for k, n := range want {
-			all = all && got[k] == float64(n)
-		}
-		if c := fleettest.Gauges(batches, budgetconnector.MetricCeiling); all && len(c) >= len(want) {
-			return c, nil
+		if n := len(batches); n > 0 {
+			last := batches[n-1:]
+			got = fleettest.Gauges(last, budgetconnector.MetricSamples)
+			all := true
+			for k, n := range want {
+				all = all && got[k] == float64(n)
+			}
+			if all {
+				return last, nil
+			}
 		}
 		select {
 		case <-changed:
 		case <-timeout:
-			return nil, fmt.Errorf("no ceiling from every attempt after %s (samples: %v, sent: %v)", limit, got, want)
+			return nil, fmt.Errorf("no export from every attempt after %s (samples: %v, sent: %v)", limit, got, want)
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+	}
+}
+
+// report prints each step's suggestion from one export; a step without a
+// ceiling says why (too many attempts cut to find the quantile: raise the
+// ceiling above raise_above).
+func report(out io.Writer, export []pmetric.Metrics) {
+	ceilings := fleettest.Gauges(export, budgetconnector.MetricCeiling)
+	samples := fleettest.Gauges(export, budgetconnector.MetricSamples)
+	share := fleettest.Gauges(export, budgetconnector.MetricCensoredShare)
+	est := fleettest.Gauges(export, budgetconnector.MetricEstimate)
+	raise := fleettest.Gauges(export, budgetconnector.MetricRaiseAbove)
+	for _, s := range steps {
+		k := service + "/" + s.name
+		if c, ok := ceilings[k]; ok {
+			fmt.Fprintf(out, "  %-7s ceiling %7.2fms  p95 %6.2fms  censored %4.1f%%  from %d attempts (configured ceiling %s)\n",
+				s.name, 1000*c, 1000*est[k], 100*share[k], int(samples[k]), s.ceiling)
+		} else {
+			fmt.Fprintf(out, "  %-7s no ceiling: censored %4.1f%% (above %g%%), raise above %.2fms  from %d attempts (configured ceiling %s)\n",
+				s.name, 100*share[k], 100*(1-quantile), 1000*raise[k], int(samples[k]), s.ceiling)
 		}
 	}
 }

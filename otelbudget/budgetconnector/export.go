@@ -31,23 +31,25 @@ var endedOrder = [...]deadline.EndedBy{deadline.EndedCompleted, deadline.EndedEr
 
 // export builds the metrics (the delta of every key with new attempts and
 // the suggestions of every key; the connector's own counts go to its
-// telemetry, not in them), resets the deltas, sends the metrics on and publishes each service's ceilings.
+// telemetry, not in them), resets the deltas, publishes each service's ceilings and then sends the metrics on.
 // Exports run one at a time.
 func (c *budgetConnector) export(ctx context.Context) error {
 	c.exportMu.Lock()
 	defer c.exportMu.Unlock()
 	md, ceilings, t := c.collect()
 	c.record(ctx, &t)
-	var err error
-	if md.DataPointCount() > 0 {
-		err = c.next.ConsumeMetrics(ctx, md)
-	}
+	// The ceilings first: whoever sees this export's suggestions downstream
+	// and then asks the extension gets these ceilings, not the previous
+	// export's (PublishCeilings does not block on the network).
 	if c.publisher != nil {
 		for _, cl := range ceilings {
 			c.publisher.PublishCeilings(cl)
 		}
 	}
-	return err
+	if md.DataPointCount() > 0 {
+		return c.next.ConsumeMetrics(ctx, md)
+	}
+	return nil
 }
 
 // keySnap is one key as an export reads it: its delta (moved out of the

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,10 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/agenttest"
+	"github.com/deadlinebudget/budget/otelbudget/fleetceilings"
 )
 
 // The connector publishes each service's ceilings to the extension it
@@ -65,4 +71,54 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// orderRecorder records, in order, the ceilings published and the metrics
+// sent on.
+type orderRecorder struct {
+	nopComponent
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *orderRecorder) PublishCeilings(c fleetceilings.Ceilings) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	steps := make([]string, 0, len(c.Steps))
+	for s := range c.Steps {
+		steps = append(steps, s)
+	}
+	sort.Strings(steps)
+	r.events = append(r.events, "publish "+strings.Join(steps, ","))
+}
+
+func (r *orderRecorder) ConsumeMetrics(context.Context, pmetric.Metrics) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "metrics")
+	return nil
+}
+
+// An export's ceilings are served before its metrics are sent on: whoever
+// sees an export's suggestions downstream (a dashboard, fleetdemo) and then
+// connects a client gets that export's ceilings, not the previous
+// export's.
+func TestCeilingsPublishedBeforeMetrics(t *testing.T) {
+	rec := &orderRecorder{}
+	id := component.MustNewID(ExtensionType)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.ExportInterval, cfg.OpAMP = time.Hour, &id
+	next, err := consumer.NewMetrics(rec.ConsumeMetrics)
+	require.NoError(t, err)
+	c, err := NewFactory().CreateTracesToMetrics(context.Background(), newSettings(t), cfg, next)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background(), hostWith{id: id, ext: rec}))
+	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
+	bc := c.(*shared).Unwrap()
+	require.NoError(t, bc.ConsumeTraces(context.Background(), tracesOf(genSamples(6000, 4))))
+	require.NoError(t, bc.export(context.Background()))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Contains(t, rec.events, "publish search")
+	assert.Equal(t, "metrics", rec.events[len(rec.events)-1], "every publish before the metrics: %v", rec.events)
 }

@@ -49,6 +49,7 @@ type wsConn struct {
 	uid     string                   // the agent on it; "" before its first message
 	pending *protobufs.ServerToAgent // the latest push not sent yet
 	sending bool
+	dropped bool // a push to it failed: disconnected, counted, sent nothing more
 }
 
 // extensionImpl is the extension: an OpAMP server on the Collector's HTTP
@@ -58,8 +59,8 @@ type extensionImpl struct {
 	set    extension.Settings
 	logger *zap.Logger
 
-	// dropped counts agents disconnected because a push to them did not
-	// finish within SendTimeout; refused, agents and connections turned
+	// dropped counts agents disconnected because they could not take a
+	// push (it failed, or did not finish within SendTimeout); refused, agents and connections turned
 	// away by MaxAgents. The Collector's telemetry has them too.
 	dropped, refused atomic.Int64
 	// inHandler counts the requests in the OpAMP handler (a WebSocket's
@@ -215,6 +216,9 @@ func (x *extensionImpl) PublishCeilings(c fleetceilings.Ceilings) {
 // pushLocked queues msg for the connection, replacing a push not sent yet,
 // and starts its sender when none runs. x.mu is held.
 func (x *extensionImpl) pushLocked(w *wsConn, msg *protobufs.ServerToAgent) {
+	if w.dropped {
+		return // disconnected; forgotten when its close is seen
+	}
 	w.pending = msg
 	if w.sending {
 		return
@@ -223,9 +227,14 @@ func (x *extensionImpl) pushLocked(w *wsConn, msg *protobufs.ServerToAgent) {
 	x.workers.Go(func() { x.send(w) })
 }
 
-// send sends the connection's pending pushes until none is left. A push
-// that does not finish within SendTimeout disconnects the agent (the
-// blocked write then fails), which is counted as dropped.
+// send sends the connection's pending pushes until none is left. An agent
+// that cannot take a push is disconnected and counted as dropped, once,
+// whatever the path: the push does not finish within SendTimeout (the
+// timer disconnects it, and the blocked write then fails) or it fails
+// first (the peer's connection is gone). Either the sender or the timer
+// decides the push's outcome, never both: a write that returns just as the
+// timer fires is a timeout, not a success followed by a stray disconnect.
+// During Shutdown, which disconnects every agent, nothing is counted.
 func (x *extensionImpl) send(w *wsConn) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -242,30 +251,40 @@ func (x *extensionImpl) send(w *wsConn) {
 			return
 		}
 		x.mu.Unlock()
-		var late atomic.Bool
+		var decided atomic.Bool
 		t := time.AfterFunc(x.cfg.SendTimeout, func() {
-			late.Store(true)
-			_ = w.conn.Disconnect()
+			if decided.CompareAndSwap(false, true) {
+				_ = w.conn.Disconnect()
+			}
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), x.cfg.SendTimeout)
 		err := w.conn.Send(ctx, msg)
 		cancel()
 		t.Stop()
-		if late.Load() {
+		mine := decided.CompareAndSwap(false, true)
+		if mine && err == nil {
+			continue // sent in time
+		}
+		// Timed out (the timer owns the outcome and has disconnected it)
+		// or failed: either way the agent could not take the push.
+		_ = w.conn.Disconnect()
+		x.mu.Lock()
+		w.pending, w.sending = nil, false
+		count := !w.dropped && !x.closed
+		w.dropped = true
+		x.mu.Unlock()
+		if count {
 			x.dropped.Add(1)
 			x.telemetry.DeadlinebudgetOpampAgentsDropped.Add(context.Background(), 1)
-			x.logger.Warn("deadlinebudget_opamp: an agent did not take a push within send_timeout: disconnected",
-				zap.Duration("send_timeout", x.cfg.SendTimeout))
-		} else if err != nil {
-			x.logger.Debug("deadlinebudget_opamp: push failed", zap.Error(err))
+			if !mine {
+				x.logger.Warn("deadlinebudget_opamp: an agent did not take a push within send_timeout: disconnected",
+					zap.Duration("send_timeout", x.cfg.SendTimeout))
+			} else {
+				// At Debug, as opamp-go's errors about one peer.
+				x.logger.Debug("deadlinebudget_opamp: a push to an agent failed: disconnected", zap.Error(err))
+			}
 		}
-		if err != nil || late.Load() {
-			_ = w.conn.Disconnect()
-			x.mu.Lock()
-			w.pending, w.sending = nil, false
-			x.mu.Unlock()
-			return
-		}
+		return
 	}
 }
 

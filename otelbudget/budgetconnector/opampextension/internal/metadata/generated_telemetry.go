@@ -61,7 +61,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.DeadlinebudgetOpampAgentsDropped, err = builder.meter.Int64Counter(
 		"otelcol_deadlinebudget_opamp_agents_dropped",
-		metric.WithDescription("Agents disconnected because a push to them did not finish within send_timeout. [Development]"),
+		metric.WithDescription("Agents disconnected because a push to them failed or did not finish within send_timeout. [Development]"),
 		metric.WithUnit("{agent}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) extension.Settings {
 func AssertEqualDeadlinebudgetOpampAgentsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_deadlinebudget_opamp_agents_dropped",
-		Description: "Agents disconnected because a push to them did not finish within send_timeout. [Development]",
+		Description: "Agents disconnected because a push to them failed or did not finish within send_timeout. [Development]",
 		Unit:        "{agent}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
