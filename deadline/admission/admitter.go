@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // ServiceRecorder records how long a server's handler took for one call of
@@ -90,13 +91,13 @@ type Config struct {
 	// ([Queue]); several Admitters may share one.
 	Queue *Queue
 	// Limiter, when not nil, bounds them with an adaptive limit instead
-	// ([deadline.Limiter], its limit following the handlers' latency, with
+	// ([overload.Limiter], its limit following the handlers' latency, with
 	// the same waiting rule as Queue's); several Admitters may share one.
 	// Set Queue or Limiter, not both. It must be built with
-	// [deadline.WithArrivalOrder] (the budget a caller claims must not buy
+	// [overload.WithArrivalOrder] (the budget a caller claims must not buy
 	// its place: see [Queue]). A refusal of its breaker is answered as
 	// [RefusalQueueFull].
-	Limiter *deadline.Limiter
+	Limiter *overload.Limiter
 }
 
 // Admitter is a server's admission, configured once and used for every
@@ -113,7 +114,7 @@ type Admitter struct {
 	limits  Limits
 	learned *Learned
 	queue   *Queue
-	limiter *deadline.Limiter // the queue's, or Config.Limiter
+	limiter *overload.Limiter // the queue's, or Config.Limiter
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
@@ -131,7 +132,7 @@ func NewAdmitter(c Config) (*Admitter, error) {
 		g.limiter = c.Queue.l
 	case c.Limiter != nil && !c.Limiter.ArrivalOrder():
 		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "ordered by deadline",
-			Allowed: "a Limiter built with deadline.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
+			Allowed: "a Limiter built with overload.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
 	}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {
@@ -215,7 +216,7 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 type Ticket struct {
 	l     *Learned
 	q     bool // p holds a slot
-	p     deadline.Permit
+	p     overload.Permit
 	route string
 	start time.Time
 	end   time.Time // the call's deadline
@@ -224,7 +225,7 @@ type Ticket struct {
 }
 
 // Exclude takes d out of the service time that [Ticket.Done] records, and
-// out of the latency it teaches an adaptive limit ([deadline.Permit.Exclude]):
+// out of the latency it teaches an adaptive limit ([overload.Permit.Exclude]):
 // time the call spent waiting on its caller rather than working, such as
 // the Reads of a request body the client sends slowly or the Writes of an
 // answer it reads slowly (deadlinehttp excludes both). What a client
@@ -248,13 +249,13 @@ func (t *Ticket) Exclude(d time.Duration) {
 func (t *Ticket) Done(ctx context.Context, returned bool) {
 	if t.q {
 		t.p.Exclude(t.excluded)
-		o := deadline.OutcomeIgnore
+		o := overload.OutcomeIgnore
 		switch {
 		case !returned:
 		case ctx.Err() == nil:
-			o = deadline.OutcomeSuccess
+			o = overload.OutcomeSuccess
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			o = deadline.OutcomeCut
+			o = overload.OutcomeCut
 		}
 		t.p.Done(o)
 		t.q = false

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LIFOAfter is how long a [Queue] must have held waiting calls
 // without a break before it serves the newest first: CoDel's interval, as
 // Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015). It
-// is [deadline.LIFOAfter]: the queue is a [deadline.Limiter].
-const LIFOAfter = deadline.LIFOAfter
+// is [overload.LIFOAfter]: the queue is a [overload.Limiter].
+const LIFOAfter = overload.LIFOAfter
 
 // Queue bounds how many admitted calls a server runs at once
 // (limit) and how many may wait for a slot (backlog). [Admitter] uses it:
@@ -53,15 +54,15 @@ const LIFOAfter = deadline.LIFOAfter
 // out), and a queue ordered by it would serve a request claiming the
 // maximum before honest ones. The claim only decides whether a call is
 // refused (it can no longer finish from its place) and clamps its budget
-// to the maximum. (A client's [deadline.Limiter] orders its own calls by
+// to the maximum. (A client's [overload.Limiter] orders its own calls by
 // their deadlines, which are its own.)
 //
 // When the backlog is full, a FIFO queue refuses the new call; a LIFO queue
 // admits it and refuses its oldest waiting call instead, the one it would
 // serve last.
 //
-// A Queue is a [deadline.Limiter] with a fixed limit in arrival order
-// ([deadline.WithArrivalOrder]): the waiting rule is written once, there,
+// A Queue is a [overload.Limiter] with a fixed limit in arrival order
+// ([overload.WithArrivalOrder]): the waiting rule is written once, there,
 // and shared with the client side's limit ([deadline.Policy.Limiter]).
 // [Config.Limiter] gives a server an adaptive limit in its place.
 //
@@ -70,7 +71,7 @@ const LIFOAfter = deadline.LIFOAfter
 // goroutine.
 type Queue struct {
 	limit, backlog int
-	l              *deadline.Limiter
+	l              *overload.Limiter
 }
 
 // NewQueue returns a queue that runs at most limit calls at once
@@ -84,7 +85,7 @@ func NewQueue(limit, backlog int) (*Queue, error) {
 	case backlog < 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	l, err := deadline.NewLimiter(deadline.WithFixedLimit(limit), deadline.WithBacklog(backlog), deadline.WithArrivalOrder())
+	l, err := overload.NewLimiter(overload.WithFixedLimit(limit), overload.WithBacklog(backlog), overload.WithArrivalOrder())
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +102,14 @@ func (q *Queue) Backlog() int { return q.backlog }
 func (q *Queue) Len() (running, waiting int) { return q.l.Len() }
 
 // Limiter returns the limiter the queue is.
-func (q *Queue) Limiter() *deadline.Limiter { return q.l }
+func (q *Queue) Limiter() *overload.Limiter { return q.l }
 
 // acquire takes a slot in l for a call that must end by end and needs need
-// once started, waiting only while it can (see [deadline.Limiter]): whether
+// once started, waiting only while it can (see [overload.Limiter]): whether
 // it waited, how long, the permit, and RefusalNone or the refusal
 // ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker is
 // answered as full: overload).
-func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, deadline.Permit, Refusal) {
+func acquire(ctx context.Context, l *overload.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, overload.Permit, Refusal) {
 	if p, ok := l.TryAcquire(route); ok {
 		return false, 0, p, RefusalNone
 	}
@@ -116,13 +117,13 @@ func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Ti
 	if err == nil {
 		return p.Queued, p.Waited, p, RefusalNone
 	}
-	var le *deadline.LimitError
+	var le *overload.RefusedError
 	if errors.As(err, &le) {
 		queued := le.Queued
-		if le.Cause == deadline.LimitQueueTimeout {
-			return queued, le.Waited, deadline.Permit{}, RefusalQueueTimeout
+		if le.Cause == overload.CauseQueueTimeout {
+			return queued, le.Waited, overload.Permit{}, RefusalQueueTimeout
 		}
-		return queued, le.Waited, deadline.Permit{}, RefusalQueueFull
+		return queued, le.Waited, overload.Permit{}, RefusalQueueFull
 	}
-	return false, 0, deadline.Permit{}, RefusalQueueFull
+	return false, 0, overload.Permit{}, RefusalQueueFull
 }

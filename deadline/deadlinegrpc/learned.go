@@ -1,8 +1,8 @@
 package deadlinegrpc
 
 import (
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // WithLearnedAdmission makes the server learn how long each method's unary
@@ -55,14 +55,14 @@ func WithAdmissionQueue(limit, backlog int) ServerOption {
 
 // WithAdmissionLimiter bounds how many unary RPCs the server's handlers run
 // at once with an adaptive limit in place of [WithAdmissionQueue]'s fixed
-// one: a [deadline.Limiter], whose limit follows the handlers' latency
+// one: a [overload.Limiter], whose limit follows the handlers' latency
 // against its baseline per method, with the same waiting rule and answers
 // (DEADLINE_EXCEEDED with [RefusedTrailer] "reason=queue_timeout" when a
 // waiting RPC can no longer finish, RESOURCE_EXHAUSTED when the backlog is
 // full or its breaker open). Streams are not limited. l must be built with
-// [deadline.WithArrivalOrder]: the deadline a client sends must not buy
+// [overload.WithArrivalOrder]: the deadline a client sends must not buy
 // its place in the queue. Setting both, or l in deadline order, makes
 // NewServer return a [*deadline.PolicyError]; a nil l adds nothing.
-func WithAdmissionLimiter(l *deadline.Limiter) ServerOption {
+func WithAdmissionLimiter(l *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // TestClientLimiter: with WithLimiter, an RPC that finds the limit reached
@@ -32,8 +33,9 @@ func TestClientLimiter(t *testing.T) {
 		}
 		return in, nil
 	}}
-	b := deadline.Breaker{FailureRatio: 0.5, MinCalls: 2, Window: deadline.DefaultLimitWindow * 100, OpenFor: deadline.DefaultLimitWindow * 10, Probes: 1}
-	l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(0), deadline.WithBreaker(b))
+	l, err := overload.NewLimiter(overload.WithLimitRange(1, 1, 1), overload.WithBacklog(0), overload.WithBreaker(
+		overload.WithFailureRatio(0.5, 2), overload.WithFailureWindow(overload.DefaultLimitWindow*100),
+		overload.WithOpenFor(overload.DefaultLimitWindow*10), overload.WithProbes(1, 0)))
 	require.NoError(t, err)
 	p := deadline.DefaultPolicy()
 	p.MaxAttempts = 1
@@ -61,7 +63,7 @@ func TestClientLimiter(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, deadline.ErrOverloaded)
 	}
-	assert.Equal(t, "closed", l.BreakerState().String(), "overload answers are no failures")
+	assert.Equal(t, "closed", l.Breaker().State().String(), "overload answers are no failures")
 	out, err := v.get(context.Background(), mGet, "ok")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)

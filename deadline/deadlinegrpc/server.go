@@ -11,6 +11,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
@@ -38,7 +39,7 @@ type serverConfig struct {
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *admission.Learned // WithLearnedAdmission
 	queue     *admission.Queue   // WithAdmissionQueue
-	limiter   *deadline.Limiter  // WithAdmissionLimiter
+	limiter   *overload.Limiter  // WithAdmissionLimiter
 	exempt    exemptSet
 	err       error
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultMaxBudget is the largest budget [NewHandler] grants a request, and
@@ -31,7 +32,7 @@ type handlerConfig struct {
 	learned   *admission.Learned
 	route     func(r *http.Request) string
 	queue     *admission.Queue
-	limiter   *deadline.Limiter // WithAdmissionLimiter's
+	limiter   *overload.Limiter // WithAdmissionLimiter's
 	err       error             // the first invalid option, returned by NewHandler
 }
 
@@ -226,18 +227,18 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 
 // WithAdmissionLimiter bounds how many requests next runs at once with an
 // adaptive limit in place of [WithAdmissionQueue]'s fixed one: a
-// [deadline.Limiter], whose limit follows the handlers' latency against its
+// [overload.Limiter], whose limit follows the handlers' latency against its
 // baseline per route, with the same waiting rule and answers (504 with
 // [RefusedHeader] "reason=queue_timeout" when a waiting request can no
 // longer finish, 503 when the backlog is full or its breaker open). Its
 // latency is learned per route ([WithRoute]; r.Pattern by default), less
 // the time blocked on the client, as [WithLearnedAdmission] records it:
 // slow uploads and slow readers do not lower the limit. Several
-// handlers may share one. l must be built with [deadline.WithArrivalOrder]:
+// handlers may share one. l must be built with [overload.WithArrivalOrder]:
 // the budget header is the client's claim and must not buy its place in
 // the queue. Setting both, or l in deadline order, makes NewHandler return
 // a [*deadline.PolicyError]; a nil l adds nothing.
-func WithAdmissionLimiter(l *deadline.Limiter) HandlerOption {
+func WithAdmissionLimiter(l *overload.Limiter) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.limiter = l })
 }
 

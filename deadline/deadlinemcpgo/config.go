@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // ServerOption configures [NewServer].
@@ -19,7 +19,7 @@ func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 type serverConfig struct {
 	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
 	queue                *admission.Queue
-	limiter              *deadline.Limiter
+	limiter              *overload.Limiter
 	admission            []func(ctx context.Context, method, name string, a mcpbudget.Admission)
 }
 
@@ -56,10 +56,10 @@ func WithQueue(q *admission.Queue) ServerOption {
 }
 
 // WithLimiter bounds the admitted handlers with an adaptive limit
-// ([deadline.Limiter]; [admission.Config].Limiter), its limit following
+// ([overload.Limiter]; [admission.Config].Limiter), its limit following
 // the handlers' latency, by route ([mcpbudget.Route]: "tools/call
 // search"). A nil l adds nothing.
-func WithLimiter(l *deadline.Limiter) ServerOption {
+func WithLimiter(l *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultBudget is the budget a [Client] gives a request whose context
@@ -28,7 +29,7 @@ type clientConfig struct {
 	defaultBudget time.Duration
 	key           string
 	idempotent    map[string]bool
-	limiter       *deadline.Limiter // WithLimiter's, for policies with none
+	limiter       *overload.Limiter // WithLimiter's, for policies with none
 	err           error
 }
 
@@ -102,15 +103,15 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 
 // WithLimiter sets the concurrency limiter of every request whose policy
 // has none ([deadline.Policy.Limiter]), the handshake's included: one
-// [deadline.Limiter] per MCP server, shared by its methods and tools (the
+// [overload.Limiter] per MCP server, shared by its methods and tools (the
 // policy's Name, "MCP tools/call search" by default, keeps their latencies
 // apart). An attempt takes a slot before it is sent, and waits for one only
 // while it can still finish; a refused request is not sent and fails with
 // a [*deadline.StopError] whose Reason is [deadline.ReasonLimited] or, its
 // breaker open, [deadline.ReasonOpen]. A nil l adds nothing; one not built
-// by [deadline.NewLimiter] makes every request fail with a
+// by [overload.NewLimiter] makes every request fail with a
 // [*deadline.PolicyError].
-func WithLimiter(l *deadline.Limiter) ClientOption {
+func WithLimiter(l *overload.Limiter) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
 }
 
