@@ -158,7 +158,7 @@ func newAdmitted(m Model, rec *recorder) (*admitted, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q,
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q,
 		Learned: &admission.Learned{Recorder: lr, Estimator: live, Threshold: AdmissionThreshold}})
 	if err != nil {
 		return nil, err

@@ -87,23 +87,20 @@ type Config struct {
 	// Learned, when not nil, adds admission by learned service time
 	// ([Learned]). It is copied.
 	Learned *Learned
-	// Queue, when not nil, bounds how many admitted calls run at once
-	// ([Queue]); several Admitters may share one.
-	Queue *Queue
-	// Limiter, when not nil, bounds them with an adaptive limit instead
-	// ([overload.Limiter], its limit following the handlers' latency, with
-	// the same waiting rule as Queue's); several Admitters may share one.
-	// Set Queue or Limiter, not both. It must be built with
-	// [overload.WithArrivalOrder] (the budget a caller claims must not buy
-	// its place: see [Queue]). A refusal of its breaker is answered as
-	// [RefusalQueueFull].
+	// Limiter, when not nil, bounds how many admitted calls run at once
+	// and how many wait: the fixed queue of [NewQueue], or an adaptive
+	// [overload.Limiter] whose limit follows the handlers' latency, with
+	// the same waiting rule; several Admitters may share one. It must be
+	// ordered by arrival ([overload.WithArrivalOrder], as NewQueue's is):
+	// the budget a caller claims must not buy its place (see [NewQueue]).
+	// A refusal of its breaker is answered as [RefusalQueueFull].
 	Limiter *overload.Limiter
 }
 
 // Admitter is a server's admission, configured once and used for every
 // call the server receives: the rule of [Admit] (inbound budget, maximum,
 // outer deadline, floor), then, when configured, the learned rule
-// ([Learned]) and the bounded admission queue ([Queue]).
+// ([Learned]) and the bounded admission queue ([Config.Limiter]).
 // Transports (deadlinehttp's middleware, deadlinegrpc's interceptors, and
 // next MCP and queue consumers) adapt this one piece: they read the inbound
 // budget, call [Admitter.Admit], answer a refusal in their own terms, run
@@ -113,23 +110,21 @@ type Config struct {
 type Admitter struct {
 	limits  Limits
 	learned *Learned
-	queue   *Queue
-	limiter *overload.Limiter // the queue's, or Config.Limiter
+	limiter *overload.Limiter // Config.Limiter
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
-// naming the first problem: invalid Limits ([Limits.Validate]), both Queue
-// and Limiter, a Limiter not in arrival order, an invalid [Learned].
+// naming the first problem: invalid Limits ([Limits.Validate]), a Limiter
+// not in arrival order or not built by [overload.NewLimiter], an invalid
+// [Learned].
 func NewAdmitter(c Config) (*Admitter, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Admitter{limits: c.Limits, queue: c.Queue, limiter: c.Limiter}
+	g := &Admitter{limits: c.Limits, limiter: c.Limiter}
 	switch {
-	case c.Queue != nil && c.Limiter != nil:
-		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "set with Queue", Allowed: "Queue or Limiter, not both"}
-	case c.Queue != nil:
-		g.limiter = c.Queue.l
+	case c.Limiter != nil && c.Limiter.Limit() < 1:
+		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "Limiter{}", Allowed: "nil or a limiter from NewQueue or overload.NewLimiter"}
 	case c.Limiter != nil && !c.Limiter.ArrivalOrder():
 		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "ordered by deadline",
 			Allowed: "a Limiter built with overload.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
@@ -144,8 +139,9 @@ func NewAdmitter(c Config) (*Admitter, error) {
 	return g, nil
 }
 
-// Queue returns the admission queue, nil when there is none.
-func (g *Admitter) Queue() *Queue { return g.queue }
+// Limiter returns the admission queue's limiter ([Config.Limiter]), nil
+// when there is none.
+func (g *Admitter) Limiter() *overload.Limiter { return g.limiter }
 
 // Admit decides one inbound call of route, on arrival: in is what the
 // caller sent, outer a deadline the call already runs under (the zero

@@ -45,7 +45,7 @@ func ExampleAdmitter() {
 		return
 	}
 	g, err := admission.NewAdmitter(admission.Config{
-		Limits: admission.Limits{MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond}, Queue: q,
+		Limits: admission.Limits{MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond}, Limiter: q,
 		Learned: &admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05},
 	})
 	if err != nil {

@@ -9,19 +9,22 @@ import (
 	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
-// LIFOAfter is how long a [Queue] must have held waiting calls
+// LIFOAfter is how long a queue ([NewQueue]) must have held waiting calls
 // without a break before it serves the newest first: CoDel's interval, as
 // Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015). It
-// is [overload.LIFOAfter]: the queue is a [overload.Limiter].
+// is [overload.LIFOAfter]: the queue is an [overload.Limiter].
 const LIFOAfter = overload.LIFOAfter
 
-// Queue bounds how many admitted calls a server runs at once
-// (limit) and how many may wait for a slot (backlog). [Admitter] uses it:
-// a call that finds every slot taken waits, and leaves without starting
-// ([RefusalQueueTimeout]) once what is left of its budget could no longer
-// cover what its route needs, or when its request ends; it never does work
-// nobody will receive the answer to. A call that finds the backlog full is
-// refused ([RefusalQueueFull]).
+// NewQueue returns the admission queue ([Config.Limiter]) that runs at
+// most limit calls at once (> 0) and lets at most backlog calls wait (>=
+// 0; 0: a call that finds every slot taken is refused at once); other
+// values return a [*deadline.PolicyError]. It bounds how many admitted
+// calls a server runs at once (limit) and how many may wait for a slot
+// (backlog). [Admitter] uses it: a call that finds every slot taken
+// waits, and leaves without starting ([RefusalQueueTimeout]) once what is
+// left of its budget could no longer cover what its route needs, or when
+// its request ends; it never does work nobody will receive the answer to.
+// A call that finds the backlog full is refused ([RefusalQueueFull]).
 //
 // # Order: adaptive LIFO
 //
@@ -61,48 +64,25 @@ const LIFOAfter = overload.LIFOAfter
 // admits it and refuses its oldest waiting call instead, the one it would
 // serve last.
 //
-// A Queue is a [overload.Limiter] with a fixed limit in arrival order
-// ([overload.WithArrivalOrder]): the waiting rule is written once, there,
-// and shared with the client side's limit ([deadline.Policy.Limiter]).
-// [Config.Limiter] gives a server an adaptive limit in its place.
+// The queue is an [overload.Limiter] with a fixed limit in arrival order
+// ([overload.WithFixedLimit], [overload.WithBacklog],
+// [overload.WithArrivalOrder]): the waiting rule is written once, there,
+// and shared with the client side's limit ([deadline.Policy.Limiter]). An
+// adaptive overload.Limiter, built with WithArrivalOrder, gives a server
+// an adaptive limit in its place.
 //
 // It is safe for concurrent use. A waiting call is the caller's own
 // goroutine, blocked until it gets a slot or leaves; the queue starts no
 // goroutine.
-type Queue struct {
-	limit, backlog int
-	l              *overload.Limiter
-}
-
-// NewQueue returns a queue that runs at most limit calls at once
-// (> 0) and lets at most backlog calls wait (>= 0; 0: a call that finds
-// every slot taken is refused at once). Other values return a
-// [*deadline.PolicyError].
-func NewQueue(limit, backlog int) (*Queue, error) {
+func NewQueue(limit, backlog int) (*overload.Limiter, error) {
 	switch {
 	case limit <= 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue limit", Value: limit, Allowed: "> 0 calls at once"}
 	case backlog < 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	l, err := overload.NewLimiter(overload.WithFixedLimit(limit), overload.WithBacklog(backlog), overload.WithArrivalOrder())
-	if err != nil {
-		return nil, err
-	}
-	return &Queue{limit: limit, backlog: backlog, l: l}, nil
+	return overload.NewLimiter(overload.WithFixedLimit(limit), overload.WithBacklog(backlog), overload.WithArrivalOrder())
 }
-
-// Limit returns how many calls the queue runs at once.
-func (q *Queue) Limit() int { return q.limit }
-
-// Backlog returns how many calls may wait.
-func (q *Queue) Backlog() int { return q.backlog }
-
-// Len returns how many calls run and how many wait, now.
-func (q *Queue) Len() (running, waiting int) { return q.l.Len() }
-
-// Limiter returns the limiter the queue is.
-func (q *Queue) Limiter() *overload.Limiter { return q.l }
 
 // acquire takes a slot in l for a call that must end by end and needs need
 // once started, waiting only while it can (see [overload.Limiter]): whether

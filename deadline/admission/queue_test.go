@@ -22,7 +22,7 @@ func queued(t *testing.T, limit, backlog int, st *serviceTimes) *admission.Admit
 	t.Helper()
 	q, err := admission.NewQueue(limit, backlog)
 	require.NoError(t, err)
-	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Queue: q}
+	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Limiter: q}
 	if st != nil {
 		c.Learned = &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05}
 	}
@@ -119,10 +119,10 @@ func TestQueueLeavesWhenItCannotFinish(t *testing.T) {
 				assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
 				assert.InDelta(t, float64(tt.leave), float64(waiter.at), float64(2*time.Millisecond), "left at %v", waiter.at)
 				assert.Equal(t, waiter.at, waiter.a.QueueWait)
-				_, waiting := g.Queue().Len()
+				_, waiting := g.Limiter().Len()
 				assert.Zero(t, waiting)
 				holder.tk.Done(t.Context(), true)
-				running, _ := g.Queue().Len()
+				running, _ := g.Limiter().Len()
 				assert.Zero(t, running, "the holder's slot is freed, nobody takes it")
 			})
 		})
@@ -141,7 +141,7 @@ func TestQueueLeavesWhenTheRequestEnds(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal)
 		assert.Equal(t, 5*time.Millisecond, waiter.at, "at once")
-		_, waiting := g.Queue().Len()
+		_, waiting := g.Limiter().Len()
 		assert.Zero(t, waiting)
 		holder.tk.Done(t.Context(), true)
 
@@ -219,7 +219,7 @@ func TestQueueOrder(t *testing.T) {
 					}
 				}
 				wg.Wait()
-				running, waiting := g.Queue().Len()
+				running, waiting := g.Limiter().Len()
 				assert.Zero(t, running+waiting)
 			})
 		})
@@ -247,7 +247,7 @@ func TestQueueFullLIFOEvictsTheOldest(t *testing.T) {
 		wg.Wait()
 		assert.False(t, middle.a.Refused())
 		middle.tk.Done(t.Context(), true)
-		running, waiting := g.Queue().Len()
+		running, waiting := g.Limiter().Len()
 		assert.Zero(t, running+waiting)
 	})
 }
@@ -278,7 +278,7 @@ func TestQueueHandOffUnderLoad(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(200), served.Load()+refused.Load())
 	assert.Positive(t, served.Load())
-	running, waiting := g.Queue().Len()
+	running, waiting := g.Limiter().Len()
 	assert.Zero(t, running, "every slot returned")
 	assert.Zero(t, waiting)
 }

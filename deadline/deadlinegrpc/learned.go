@@ -30,7 +30,7 @@ func WithLearnedAdmission(l admission.Learned) ServerOption {
 
 // WithAdmissionQueue bounds how many unary RPCs the server's handlers run
 // at once (limit) and how many may wait for a slot (backlog), with a
-// [admission.Queue] (adaptive LIFO: its doc says why). An RPC that
+// [admission.NewQueue] (adaptive LIFO: its doc says why). An RPC that
 // finds every slot taken waits; it is answered DEADLINE_EXCEEDED with
 // [RefusedTrailer] "reason=queue_timeout", without the handler running, as
 // soon as what is left of its budget could no longer cover what its method

@@ -38,7 +38,7 @@ type serverConfig struct {
 	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *admission.Learned // WithLearnedAdmission
-	queue     *admission.Queue   // WithAdmissionQueue
+	queue     *overload.Limiter  // WithAdmissionQueue
 	limiter   *overload.Limiter  // WithAdmissionLimiter
 	exempt    exemptSet
 	err       error
@@ -139,7 +139,15 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
+	lim := c.limiter
+	if c.queue != nil {
+		if lim != nil {
+			return nil, &deadline.PolicyError{Field: "deadlinegrpc.WithAdmissionLimiter", Value: "set with WithAdmissionQueue",
+				Allowed: "WithAdmissionQueue or WithAdmissionLimiter, not both"}
+		}
+		lim = c.queue
+	}
+	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Limiter: lim})
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ type handlerConfig struct {
 	bodyRead  bool // WithBodyReadDeadline
 	learned   *admission.Learned
 	route     func(r *http.Request) string
-	queue     *admission.Queue
+	queue     *overload.Limiter
 	limiter   *overload.Limiter // WithAdmissionLimiter's
 	err       error             // the first invalid option, returned by NewHandler
 }
@@ -201,7 +201,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 }
 
 // WithAdmissionQueue bounds how many requests next runs at once (limit) and
-// how many may wait for a slot (backlog), with a [admission.Queue]:
+// how many may wait for a slot (backlog), with the queue of [admission.NewQueue]:
 // adaptive LIFO, its doc says why. A request that finds every slot taken
 // waits; it is answered 504 with [RefusedHeader], "reason=queue_timeout",
 // without next running, as soon as what is left of its budget could no
@@ -316,7 +316,15 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
+	lim := c.limiter
+	if c.queue != nil {
+		if lim != nil {
+			return nil, &deadline.PolicyError{Field: "deadlinehttp.WithAdmissionLimiter", Value: "set with WithAdmissionQueue",
+				Allowed: "WithAdmissionQueue or WithAdmissionLimiter, not both"}
+		}
+		lim = c.queue
+	}
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Limiter: lim})
 	if err != nil {
 		return nil, err
 	}

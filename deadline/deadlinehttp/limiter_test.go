@@ -138,7 +138,7 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		_, err = deadlinehttp.NewHandler(http.NotFoundHandler(), q, deadlinehttp.WithAdmissionLimiter(l))
 		var pe *deadline.PolicyError
 		require.ErrorAs(t, err, &pe)
-		assert.Equal(t, "admission.Config.Limiter", pe.Field)
+		assert.Equal(t, "deadlinehttp.WithAdmissionLimiter", pe.Field)
 	})
 }
 

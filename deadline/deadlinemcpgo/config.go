@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 	"github.com/deadlinebudget/budget/deadline/overload"
 )
@@ -18,7 +17,7 @@ func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
 	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
-	queue                *admission.Queue
+	queue                *overload.Limiter
 	limiter              *overload.Limiter
 	admission            []func(ctx context.Context, method, name string, a mcpbudget.Admission)
 }
@@ -46,12 +45,12 @@ func WithInboundMetaKey(key string) ServerOption {
 }
 
 // WithQueue bounds how many admitted handlers run at once with q
-// ([admission.Queue]): a request waits for a slot only while what is left
+// ([admission.NewQueue]): a request waits for a slot only while what is left
 // of its budget covers the floor, and is refused when the queue is full
 // ([admission.RefusalQueueFull]) or it can no longer finish
 // ([admission.RefusalQueueTimeout]). Several servers may share one queue.
 // Set WithQueue or WithLimiter, not both. A nil q adds nothing.
-func WithQueue(q *admission.Queue) ServerOption {
+func WithQueue(q *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.queue = q })
 }
 
