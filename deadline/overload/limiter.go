@@ -396,22 +396,25 @@ func (l *Limiter) TryAcquire(route string) (Permit, bool) {
 // permit's latency is measured from it, and the limiter reads no clock.
 // A zero now on an adaptive limit teaches it nothing.
 func (l *Limiter) TryAcquireAt(route string, now time.Time) (Permit, bool) {
-	p, ok := l.tryAcquire(route)
-	p.start = now
-	return p, ok
+	g, ok := l.tryAcquire()
+	if !ok {
+		return Permit{}, false
+	}
+	return Permit{l: l, route: route, start: now, grant: g}, true
 }
 
-func (l *Limiter) tryAcquire(route string) (Permit, bool) {
+// tryAcquire takes a free slot and its grant, if the hot path may.
+func (l *Limiter) tryAcquire() (grant uint64, ok bool) {
 	if l.breaker != nil && !l.breaker.closed() || l.queued.Load() > 0 {
-		return Permit{}, false
+		return 0, false
 	}
 	for {
 		n := l.inflight.Load()
 		if n >= l.limit.Load() {
-			return Permit{}, false
+			return 0, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return l.grantAt(Permit{l: l, route: route}, uint64(n)), true
+			return l.grantAt(uint64(n)), true
 		}
 	}
 }
@@ -441,9 +444,8 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		// free slot as for a place in the queue.
 		return Permit{}, l.refuse(CauseQueueTimeout, l.Limit(), 1, 0, need, end, now, false)
 	}
-	if p, ok := l.tryAcquire(route); ok {
-		p.start = now
-		return p, nil
+	if g, ok := l.tryAcquire(); ok {
+		return Permit{l: l, route: route, start: now, grant: g}, nil
 	}
 	if l.breaker != nil && !l.breaker.closed() {
 		probe, ceiling, decided := l.breaker.admit(now, end, need, time.Duration(l.meanNS.Load()))

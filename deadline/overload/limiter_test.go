@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -302,6 +303,32 @@ func BenchmarkLimiterAdmit(b *testing.B) {
 }
 
 var permitSink Permit
+
+// BenchmarkAtomicBaseline is the floor BenchmarkLimiterAdmit is read
+// against, run beside it so that the ratio holds on a loaded machine: a
+// bare semaphore's take (a load and a compare-and-swap of one counter),
+// measured the same way.
+func BenchmarkAtomicBaseline(b *testing.B) {
+	var inflight atomic.Int64
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const block = 1024
+	var cpu time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := threadCPU()
+		for range block {
+			v := inflight.Load()
+			if v >= math.MaxInt32 || !inflight.CompareAndSwap(v, v+1) {
+				b.Fatal("refused")
+			}
+		}
+		cpu += threadCPU() - t0
+		n++
+	}
+	b.ReportMetric(float64(cpu)/float64(n*block), "cpu-ns/op")
+	b.ReportMetric(float64(b.Elapsed())/float64(n*block), "wall-ns/op")
+}
 
 // BenchmarkLimiterAdmitRelease is a call's whole hold on a fixed limit
 // (admission's Queue): the check and Done.

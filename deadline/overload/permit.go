@@ -12,56 +12,67 @@ type Permit struct {
 	l     *Limiter
 	route string
 	start time.Time
-	// Probe reports that the call goes out as the breaker's half-open
-	// probe ([Breaker]); Ceiling is then the most it may run.
-	Probe   bool
+	// Ceiling, for a probe, is the most it may run.
 	Ceiling time.Duration
-	// Queued and Waited: the call waited in the queue, and how long.
-	Queued bool
+	// Waited is how long the call waited in the queue.
 	Waited time.Duration
 	// excluded is time inside the call that is not service time.
 	excluded time.Duration
-	// slot is the permit's grant in the limiter's table (index+1; 0: none)
-	// and gen its generation: the first Done of any copy ends it.
-	slot uint32
-	gen  uint64
+	// grant is the permit's grant in the limiter's table: the word it
+	// holds there (generation<<1 | held) << grantBits | its index+1; 0:
+	// none. The first Done of any copy ends it.
+	grant uint64
+	// Probe reports that the call goes out as the breaker's half-open
+	// probe ([Breaker]); Ceiling is then the most it may run.
+	Probe bool
+	// Queued reports that the call waited in the queue (Waited).
+	Queued bool
 }
 
-// maxGrants bounds a limiter's table of grants.
-const maxGrants = 1 << 12
+// maxGrants bounds a limiter's table of grants; grantBits hold an index+1
+// of it in a Permit's grant, the rest the grant's word (its generation
+// truncated to 50 bits: a slot granted 2⁵⁰ times would not be freed).
+const (
+	maxGrants = 1 << 12
+	grantBits = 13
+)
 
 // grant gives p a grant of its own in the table, which its copies share:
 // the first Done of any of them ends it, and the others find its
 // generation moved on and do nothing. A few slots are tried; with every
 // tried slot held (more permits held than the table has
 // room for) p goes without one, and only its own Done is guarded.
-func (l *Limiter) grant(p Permit) Permit { return l.grantAt(p, uint64(l.inflight.Load())) }
+func (l *Limiter) grant(p Permit) Permit {
+	p.grant = l.grantAt(uint64(l.inflight.Load()))
+	return p
+}
 
 // grantAt is grant, trying the slots from the hint on: the calls in flight
 // when the slot was taken, which spreads the permits held at once over the
-// table without a counter of its own to contend on.
-func (l *Limiter) grantAt(p Permit, hint uint64) Permit {
+// table without a counter of its own to contend on. It returns the
+// permit's grant, 0 for none.
+func (l *Limiter) grantAt(hint uint64) uint64 {
 	n := uint64(len(l.grants))
 	if n == 0 {
-		return p // a Limiter not built by NewLimiter
+		return 0 // a Limiter not built by NewLimiter
 	}
 	for k := range uint64(4) {
 		i := (hint + k) & (n - 1)
 		g := &l.grants[i]
 		if w := g.Load(); w&1 == 0 && g.CompareAndSwap(w, w|1) {
-			p.slot, p.gen = uint32(i)+1, w>>1
-			return p
+			return (w|1)<<grantBits | (i + 1)
 		}
 	}
-	return p
+	return 0
 }
 
 // release ends p's grant, reporting false when a copy of p ended it first.
 func (p *Permit) release() bool {
-	if p.slot == 0 {
+	if p.grant == 0 {
 		return true
 	}
-	return p.l.grants[p.slot-1].CompareAndSwap(p.gen<<1|1, (p.gen+1)<<1)
+	w := p.grant >> grantBits // generation<<1 | held
+	return p.l.grants[p.grant&(1<<grantBits-1)-1].CompareAndSwap(w, w+1)
 }
 
 // Exclude takes d out of the latency [Permit.Done] teaches the limit: time
