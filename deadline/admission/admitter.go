@@ -152,7 +152,7 @@ func (g *Admitter) Limiter() *overload.Limiter { return g.limiter }
 // non-empty route, it asks the estimator how likely a call of route is to
 // complete within the effective budget, and refuses it with
 // [RefusalLearned] below the threshold (unless drawn as a probe). Then,
-// with an [Queue], it waits for a slot: while it waits, the call
+// with a queue ([Config.Limiter]), it waits for a slot: while it waits, the call
 // leaves the queue refused with [RefusalQueueTimeout] once what is left of
 // its budget could no longer cover what the route needs (the budget
 // learned to give the threshold's probability, or the floor when nothing
