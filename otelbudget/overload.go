@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -30,6 +31,11 @@ const (
 	// MetricThrottleDropProbability is the probability that client-side
 	// throttling drops a request now, in [0, 1] (gauge, 1).
 	MetricThrottleDropProbability = "deadline.throttle.drop_probability"
+	// MetricBreakerTransitions counts the breaker's changes of state
+	// (counter, {transition}; attributes [AttrDownstream],
+	// [AttrBreakerFrom] and [AttrBreakerState], the new state), through
+	// [Observer.BreakerTransitions].
+	MetricBreakerTransitions = "deadline.breaker.transitions"
 )
 
 // The overload gauges' attributes.
@@ -40,6 +46,9 @@ const (
 	// AttrBreakerState is the breaker's state on [MetricBreakerState]:
 	// "closed", "open" or "half_open" ([overload.State]'s String).
 	AttrBreakerState = attribute.Key("deadline.breaker.state")
+	// AttrBreakerFrom is the state a breaker left, on
+	// [MetricBreakerTransitions].
+	AttrBreakerFrom = attribute.Key("deadline.breaker.from")
 )
 
 // ObserveOverload exports the state of one downstream's overload control,
@@ -54,8 +63,9 @@ const (
 // Call it once per limiter and throttle (one per downstream); Unregister
 // the returned Registration when they go. An error is the SDK's refusal of
 // an instrument or of the callback: nothing is registered then. The
-// breaker's transitions, for events or logs, come from its own callback
-// ([overload.WithOnTransition]).
+// breaker's transitions come from its own callback
+// ([overload.WithOnTransition]); [Observer.BreakerTransitions] is one that
+// counts them.
 func (o *Observer) ObserveOverload(downstream string, l *overload.Limiter, t *overload.Throttle) (metric.Registration, error) {
 	if !o.metrics || l == nil && t == nil {
 		return noRegistration{}, nil
@@ -112,6 +122,37 @@ func (o *Observer) ObserveOverload(downstream string, l *overload.Limiter, t *ov
 		}
 		return nil
 	}, insts...)
+}
+
+// BreakerTransitions returns a callback for [overload.WithOnTransition]
+// that counts every change of the breaker's state on
+// [MetricBreakerTransitions], with [AttrDownstream] = downstream, the state
+// left and the new one. With a no-op meter, or if the SDK rejects the
+// counter (the error goes to otel.Handle), it counts nothing. It takes no
+// lock and, once the nine (from, to) sets are built, allocates nothing.
+func (o *Observer) BreakerTransitions(downstream string) func(overload.Transition) {
+	if !o.metrics {
+		return func(overload.Transition) {}
+	}
+	m := o.mp.Meter(ScopeName, metric.WithInstrumentationVersion(version))
+	c, err := m.Int64Counter(MetricBreakerTransitions, metric.WithUnit("{transition}"),
+		metric.WithDescription("Changes of a breaker's state."))
+	if err != nil {
+		otel.Handle(err)
+		return func(overload.Transition) {}
+	}
+	var opts [3][3][]metric.AddOption
+	for from := range opts {
+		for to := range opts[from] {
+			opts[from][to] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(AttrDownstream.String(downstream),
+				AttrBreakerFrom.String(overload.State(from).String()), AttrBreakerState.String(overload.State(to).String())))}
+		}
+	}
+	return func(t overload.Transition) {
+		if t.From < 3 && t.To < 3 {
+			c.Add(context.Background(), 1, opts[t.From][t.To]...)
+		}
+	}
 }
 
 // noRegistration is the Registration of nothing.

@@ -28,12 +28,14 @@ func gaugeValue[N int64 | float64](t *testing.T, m map[string]metricdata.Metrics
 // TestOverloadGauges: ObserveOverload exports the limit, the calls in
 // flight and waiting, the breaker's state (0/1/2 with its name) and the
 // throttle's drop probability, read at each collection, labelled with the
-// downstream; Unregister stops them.
+// downstream; Unregister stops them. BreakerTransitions counts each
+// change of state.
 func TestOverloadGauges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		l, err := overload.NewLimiter(overload.WithFixedLimit(1), overload.WithBacklog(4),
-			overload.WithBreaker(overload.WithFailureRatio(1, 2), overload.WithOpenFor(time.Second)))
+			overload.WithBreaker(overload.WithFailureRatio(1, 2), overload.WithOpenFor(time.Second),
+				overload.WithOnTransition(h.obs.BreakerTransitions("search"))))
 		require.NoError(t, err)
 		th, err := overload.NewThrottle()
 		require.NoError(t, err)
@@ -78,6 +80,12 @@ func TestOverloadGauges(t *testing.T) {
 		assert.Equal(t, "open", v.AsString())
 		running, _ = gaugeValue[int64](t, m, otelbudget.MetricLimiterInFlight)
 		assert.Zero(t, running)
+		tr := m[otelbudget.MetricBreakerTransitions].Data.(metricdata.Sum[int64])
+		require.Len(t, tr.DataPoints, 1)
+		assert.Equal(t, int64(1), tr.DataPoints[0].Value)
+		from, _ := tr.DataPoints[0].Attributes.Value(otelbudget.AttrBreakerFrom)
+		to, _ := tr.DataPoints[0].Attributes.Value(otelbudget.AttrBreakerState)
+		assert.Equal(t, "closed → open", from.AsString()+" → "+to.AsString())
 
 		require.NoError(t, reg.Unregister())
 		m = h.collect(t)
