@@ -68,3 +68,32 @@ func TestClientLimiter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
 }
+
+// TestClientThrottle: with WithThrottle, once the server answers
+// RESOURCE_EXHAUSTED to most RPCs, RPCs are dropped on the client with
+// ReasonThrottled, without being sent.
+func TestClientThrottle(t *testing.T) {
+	e := &echo{handle: func(ctx context.Context, c call, in string) (string, error) {
+		return "", status.Error(codes.ResourceExhausted, "busy")
+	}}
+	th, err := overload.NewThrottle(overload.WithThrottleK(1.1))
+	require.NoError(t, err)
+	p := deadline.DefaultPolicy()
+	p.MaxAttempts = 1
+	client := newClient(t, deadlinegrpc.WithThrottle(th), deadlinegrpc.WithPolicy(p))
+	v := start(t, loopback, e, nil, client)
+	throttled := 0
+	for range 40 {
+		_, err := v.get(context.Background(), mGet, "x")
+		require.Error(t, err)
+		if errors.Is(err, deadline.ErrThrottled) {
+			throttled++
+			var se *deadline.StopError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, deadline.ReasonThrottled, se.Reason)
+		}
+	}
+	assert.Positive(t, throttled)
+	assert.Equal(t, 40-throttled, e.count(mGet), "a throttled RPC is not sent")
+	assert.Greater(t, th.DropProbability(), 0.5)
+}

@@ -50,6 +50,10 @@ func WithHooks(h *deadline.Hooks) ClientOption { return mcpbudget.WithHooks(h) }
 // request whose policy has none, the handshake's included.
 func WithLimiter(l *overload.Limiter) ClientOption { return mcpbudget.WithLimiter(l) }
 
+// WithThrottle is [mcpbudget.WithThrottle]: the client-side throttling of
+// every request whose policy has none, the handshake's included.
+func WithThrottle(t *overload.Throttle) ClientOption { return mcpbudget.WithThrottle(t) }
+
 // WithMetaKey is [mcpbudget.WithMetaKey]: the _meta key the client sends
 // the budget under (default [MetaKey]).
 func WithMetaKey(key string) ClientOption { return mcpbudget.WithMetaKey(key) }
