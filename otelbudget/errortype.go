@@ -10,12 +10,13 @@ import (
 // HTTP status codes. docs/attributes.md lists the whole set.
 const (
 	errTypeAttemptTimeout = "attempt_timeout"
-	errTypeDeadline       = "deadline_exceeded"    // = deadline.ReasonDeadline.String()
-	errTypeCanceled       = "canceled"             // = deadline.ReasonCanceled.String()
-	errTypePanic          = "panic"                // = deadline.ReasonPanic.String()
-	errTypeInvalidPolicy  = "invalid_policy"       // deadline.PolicyError
-	errTypeRefused        = ErrorTypeServerRefused // a server's refusal as its caller sees it (mcpbudget.RefusedError): its SERVER span's value
-	errTypeOther          = "_OTHER"               // semantic conventions: none of the above
+	errTypeDeadline       = "deadline_exceeded"      // = deadline.ReasonDeadline.String()
+	errTypeCanceled       = "canceled"               // = deadline.ReasonCanceled.String()
+	errTypePanic          = "panic"                  // = deadline.ReasonPanic.String()
+	errTypeInvalidPolicy  = "invalid_policy"         // deadline.PolicyError
+	errTypeRefused        = ErrorTypeServerRefused   // a server's refusal as its caller sees it (mcpbudget.RefusedError): its SERVER span's value
+	errTypeQueueFull      = ErrorTypeServerQueueFull // the same, when the server's admission queue was full
+	errTypeOther          = "_OTHER"                 // semantic conventions: none of the above
 )
 
 // lastReason is the last stop reason this version knows.
@@ -57,7 +58,8 @@ func callErrorType(r deadline.Reason) string {
 // deadlinehttp.StatusError its status code, a StopError its stop reason, an
 // AttemptTimeoutError "attempt_timeout", an attempt error of deadlinegrpc
 // its gRPC status code's name, an MCP server's refusal
-// (mcpbudget.RefusedError) "deadline_refused"). Anything else, Go type names and
+// (mcpbudget.RefusedError) "deadline_refused", or "queue_full" when the
+// server's admission queue was full). Anything else, Go type names and
 // unknown ErrorType() values included, is "_OTHER".
 func errorType(err error) string {
 	if err == nil {
@@ -111,7 +113,7 @@ func knownErrorType(err error) (string, bool) {
 // status code and a gRPC code's name.
 func documented(s string) bool {
 	switch s {
-	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeRefused, errTypeOther:
+	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeRefused, errTypeQueueFull, errTypeOther:
 		return true
 	}
 	for r := deadline.ReasonNotRetryable; r <= lastReason; r++ {
