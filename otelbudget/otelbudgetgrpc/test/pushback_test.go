@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -15,10 +14,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -49,20 +46,11 @@ func TestPushbackErrorType(t *testing.T) {
 			return nil, status.Error(codes.Unavailable, "down, do not retry")
 		}}},
 	}
-	srv := grpc.NewServer(grpc.WaitForHandlers(true))
-	srv.RegisterService(&refusing, nil)
-	lis := bufconn.Listen(1 << 20)
-	go srv.Serve(lis)
-	defer srv.Stop()
-
 	dopts, err := otelbudgetgrpc.DialOptions(obs, []deadlinegrpc.ClientOption{
 		deadlinegrpc.WithPolicy(policy), deadlinegrpc.WithIdempotentMethods(method)})
 	require.NoError(t, err)
-	cc, err := grpc.NewClient("passthrough:///buf", append(dopts,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))...)
-	require.NoError(t, err)
-	defer cc.Close()
+	cc, stop := dialService(t, "bufconn", &refusing, nil, nil, dopts)
+	defer stop()
 
 	ctx := deadline.NewContext(t.Context(), deadline.New(5*time.Second))
 	err = cc.Invoke(ctx, method, wrapperspb.String("x"), new(wrapperspb.StringValue))
