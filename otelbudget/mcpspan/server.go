@@ -22,16 +22,19 @@ import (
 // budget), header_malformed (when it carried a value that is not one: the
 // key keeps the HTTP name), max_budget_ms, context_remaining_ms (when the
 // request arrived with a deadline), budget_ms, limited_by ("header" means
-// the inbound _meta budget), floor_ms, and on a refusal refused, refusal,
-// status Error ("budget 5ms at or below the 20ms floor") and the
-// error.type the HTTP server composition gives the same refusal
+// the inbound _meta budget), floor_ms, what the admission queue and a
+// learned rule had to say (queue_wait_ms, completion_probability,
+// completion_samples, probe: [otelbudget.AppendServerLearned], as the HTTP
+// and gRPC compositions), and on a refusal refused, refusal, status Error
+// ("budget 5ms at or below the 20ms floor") and the error.type the HTTP
+// server composition gives the same refusal
 // ([otelbudget.ServerRefusalErrorType]): queue_full for a full admission
 // queue, else deadline_refused. A span that is not recording gets nothing.
 func Admission(span trace.Span, a mcpbudget.Admission) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs := make([]attribute.KeyValue, 0, 15)
 	if a.Inbound.Present {
 		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound.Budget)))
 	}
@@ -47,6 +50,7 @@ func Admission(span trace.Span, a mcpbudget.Admission) {
 	if a.HasOuter {
 		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.OuterRemaining)))
 	}
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
 		attrs = append(attrs,
 			otelbudget.AttrServerRefused.Bool(true),

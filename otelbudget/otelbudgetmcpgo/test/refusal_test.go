@@ -2,7 +2,9 @@ package test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	mgtransport "github.com/mark3labs/mcp-go/client/transport"
@@ -59,57 +61,66 @@ func TestRefusalSpans(t *testing.T) {
 	assert.Equal(t, byKind[trace.SpanKindInternal].SpanContext().TraceID(), byKind[trace.SpanKindServer].SpanContext().TraceID())
 }
 
-// A full admission queue on an mcp-go server is overload, not a budget too
-// small: the SERVER span says error.type queue_full, as an HTTP server's
-// span does for the same refusal (otelbudget.ServerRefusalErrorType), and
-// the CLIENT span of the refused attempt says the same.
-func TestQueueFullSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
-	q, err := admission.NewQueue(1, 0) // one slot, no room to wait
-	require.NoError(t, err)
-	_, opts, err := otelbudgetmcpgo.ServerOptions(obs, []deadlinemcpgo.ServerOption{deadlinemcpgo.WithQueue(q)})
-	require.NoError(t, err)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var first bool
-	s := mgserver.NewMCPServer("test", "v1", append(opts, mgserver.WithToolCapabilities(true))...)
-	s.AddTools(mgserver.ServerTool{Tool: mgmcp.NewTool("echo"), Handler: func(context.Context, mgmcp.CallToolRequest) (*mgmcp.CallToolResult, error) {
-		if !first { // only the first call is admitted: no lock needed
-			first = true
-			close(entered)
-			<-release
-		}
-		return mgmcp.NewToolResultText("ok"), nil
-	}})
-	call := mcpgoCaller(t, obs, mgtransport.NewInProcessTransport(s))
-	ctx := func() context.Context { return deadline.NewContext(context.Background(), deadline.New(time.Minute)) }
-	held := make(chan error, 1)
-	go func() { held <- call(ctx()) }()
-	<-entered // the first call holds the one slot
-	require.Error(t, call(ctx()))
-	close(release)
-	require.NoError(t, <-held)
+// The admission queue on an mcp-go server's SERVER spans, as on an HTTP
+// server's: a request that waited for a slot carries
+// deadline.server.queue_wait_ms; a full queue is overload, not a budget
+// too small: error.type queue_full (otelbudget.ServerRefusalErrorType),
+// and the CLIENT span of the refused attempt says the same.
+func TestQueueSpans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
+		q, err := admission.NewQueue(1, 1) // one slot, one place to wait
+		require.NoError(t, err)
+		_, opts, err := otelbudgetmcpgo.ServerOptions(obs, []deadlinemcpgo.ServerOption{deadlinemcpgo.WithQueue(q)})
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int32
+		s := mgserver.NewMCPServer("test", "v1", append(opts, mgserver.WithToolCapabilities(true))...)
+		s.AddTools(mgserver.ServerTool{Tool: mgmcp.NewTool("echo"), Handler: func(context.Context, mgmcp.CallToolRequest) (*mgmcp.CallToolResult, error) {
+			if calls.Add(1) == 1 {
+				<-release
+			}
+			return mgmcp.NewToolResultText("ok"), nil
+		}})
+		call := mcpgoCaller(t, obs, mgtransport.NewInProcessTransport(s))
+		ctx := func() context.Context { return deadline.NewContext(context.Background(), deadline.New(time.Minute)) }
+		done := make(chan error, 2)
+		go func() { done <- call(ctx()) }()
+		synctest.Wait() // the first call holds the slot
+		go func() { done <- call(ctx()) }()
+		synctest.Wait() // the second waits for it
+		require.Error(t, call(ctx()), "the third finds the queue full")
+		close(release)
+		require.NoError(t, <-done)
+		require.NoError(t, <-done)
+		require.NoError(t, tp.Shutdown(context.Background()))
 
-	var server, client sdktrace.ReadOnlySpan
-	for _, sp := range rec.Ended() {
-		a := attrMap(sp)
-		switch {
-		case sp.SpanKind() == trace.SpanKindServer && a["deadline.server.refused"] == true:
-			server = sp
-		case sp.SpanKind() == trace.SpanKindClient && a["error.type"] != nil:
-			client = sp
+		var full, waited []sdktrace.ReadOnlySpan
+		var client sdktrace.ReadOnlySpan
+		for _, sp := range rec.Ended() {
+			a := attrMap(sp)
+			switch {
+			case sp.SpanKind() == trace.SpanKindServer && a["deadline.server.refused"] == true:
+				full = append(full, sp)
+			case sp.SpanKind() == trace.SpanKindServer && a["deadline.server.queue_wait_ms"] != nil:
+				waited = append(waited, sp)
+			case sp.SpanKind() == trace.SpanKindClient && a["error.type"] != nil:
+				client = sp
+			}
 		}
-	}
-	require.NotNil(t, server, "the refused request's SERVER span")
-	require.NotNil(t, client, "the refused attempt's CLIENT span")
-	srv := attrMap(server)
-	assert.Equal(t, "queue_full", srv["deadline.server.refusal"])
-	assert.Equal(t, otelbudget.ErrorTypeServerQueueFull, srv["error.type"])
-	assert.Equal(t, codes.Error, server.Status().Code)
-	assert.Equal(t, "admission queue full", server.Status().Description)
-	assert.Equal(t, otelbudget.ErrorTypeServerQueueFull, attrMap(client)["error.type"])
+		require.Len(t, full, 1, "the refused request's SERVER span")
+		require.Len(t, waited, 1, "the SERVER span of the request that waited")
+		require.NotNil(t, client, "the refused attempt's CLIENT span")
+		srv := attrMap(full[0])
+		assert.Equal(t, "queue_full", srv["deadline.server.refusal"])
+		assert.Equal(t, otelbudget.ErrorTypeServerQueueFull, srv["error.type"])
+		assert.Equal(t, codes.Error, full[0].Status().Code)
+		assert.Equal(t, "admission queue full", full[0].Status().Description)
+		assert.Equal(t, otelbudget.ErrorTypeServerQueueFull, attrMap(client)["error.type"])
+		assert.Equal(t, "completed", attrMap(waited[0])["deadline.server.ended_by"])
+	})
 }
 
 func attrMap(s sdktrace.ReadOnlySpan) map[string]any {
