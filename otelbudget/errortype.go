@@ -10,12 +10,16 @@ import (
 // HTTP status codes. docs/attributes.md lists the whole set.
 const (
 	errTypeAttemptTimeout = "attempt_timeout"
-	errTypeDeadline       = "deadline_exceeded"    // = deadline.ReasonDeadline.String()
-	errTypeCanceled       = "canceled"             // = deadline.ReasonCanceled.String()
-	errTypePanic          = "panic"                // = deadline.ReasonPanic.String()
-	errTypeInvalidPolicy  = "invalid_policy"       // deadline.PolicyError
-	errTypeRefused        = ErrorTypeServerRefused // a server's refusal as its caller sees it (mcpbudget.RefusedError): its SERVER span's value
-	errTypeOther          = "_OTHER"               // semantic conventions: none of the above
+	errTypeDeadline       = "deadline_exceeded"      // = deadline.ReasonDeadline.String()
+	errTypeCanceled       = "canceled"               // = deadline.ReasonCanceled.String()
+	errTypePanic          = "panic"                  // = deadline.ReasonPanic.String()
+	errTypeInvalidPolicy  = "invalid_policy"         // deadline.PolicyError
+	errTypeRefused        = ErrorTypeServerRefused   // a server's refusal as its caller sees it (mcpbudget.RefusedError): its SERVER span's value
+	errTypeQueueFull      = ErrorTypeServerQueueFull // the same, when the server's admission queue was full
+	errTypePushback       = "pushback"               // deadlinegrpc.PushbackError: the server's pushback refused a retry
+	errTypeToolAbandoned  = "tool_abandoned"         // agentrun.AbandonedError: a tool that did not return within its lease
+	errTypeToolPanic      = "tool_panic"             // agentrun.PanicError: a tool that panicked, recovered on its goroutine
+	errTypeOther          = "_OTHER"                 // semantic conventions: none of the above
 )
 
 // lastReason is the last stop reason this version knows.
@@ -56,9 +60,15 @@ func callErrorType(r deadline.Reason) string {
 // method whose value is in the set gives that value (a
 // deadlinehttp.StatusError its status code, a StopError its stop reason, an
 // AttemptTimeoutError "attempt_timeout", an attempt error of deadlinegrpc
-// its gRPC status code's name, an MCP server's refusal
-// (mcpbudget.RefusedError) "deadline_refused"). Anything else, Go type names and
-// unknown ErrorType() values included, is "_OTHER".
+// its gRPC status code's name, a gRPC server's pushback that refused the
+// retry (deadlinegrpc.PushbackError) "pushback" before the status code it
+// wraps, an MCP server's refusal (mcpbudget.RefusedError)
+// "deadline_refused", or "queue_full" when the server's admission queue
+// was full, an agent's tool (agentrun.AbandonedError, agentrun.PanicError)
+// "tool_abandoned" or "tool_panic" before its lease's cause). The
+// nested modules' types are found by their ErrorType() value, which this
+// package cannot import. Anything else, Go type names and unknown
+// ErrorType() values included, is "_OTHER".
 func errorType(err error) string {
 	if err == nil {
 		return errTypeOther
@@ -111,7 +121,8 @@ func knownErrorType(err error) (string, bool) {
 // status code and a gRPC code's name.
 func documented(s string) bool {
 	switch s {
-	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeRefused, errTypeOther:
+	case errTypeAttemptTimeout, errTypeCanceled, errTypePanic, errTypeInvalidPolicy, errTypeRefused, errTypeQueueFull,
+		errTypePushback, errTypeToolAbandoned, errTypeToolPanic, errTypeOther:
 		return true
 	}
 	for r := deadline.ReasonNotRetryable; r <= lastReason; r++ {

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
 )
 
 // The attribute keys set on a SERVER span by the server composition
@@ -81,10 +82,12 @@ const (
 const (
 	// ErrorTypeServerRefused: the request was refused, its budget spent,
 	// at or below the floor, below what its route needs, or run out while
-	// it waited for a slot.
+	// it waited for a slot ([ServerRefusalErrorType]).
 	ErrorTypeServerRefused = "deadline_refused"
 	// ErrorTypeServerQueueFull: the request was refused because the
-	// admission queue's backlog was full (503).
+	// admission queue's backlog was full (HTTP 503, MCP's refusal with
+	// "refusal": "queue_full"), overload rather than a budget too small
+	// ([ServerRefusalErrorType]).
 	ErrorTypeServerQueueFull = "queue_full"
 	// ErrorTypeServerDeadline: the handler's lease ended while it ran.
 	ErrorTypeServerDeadline = "deadline_exceeded"
@@ -95,6 +98,24 @@ const (
 	// ErrorTypeServerPanic: the handler panicked with another value.
 	ErrorTypeServerPanic = "panic"
 )
+
+// ServerRefusalErrorType is the error.type every server composition (HTTP,
+// MCP, the propagator) sets on the SERVER span of a request admission
+// refused with r: [ErrorTypeServerQueueFull] for
+// [admission.RefusalQueueFull], the one refusal that says the server is
+// overloaded whatever the budget; [ErrorTypeServerRefused] for every
+// refusal of the budget (spent, floor, learned, queue_timeout) and for a
+// refusal this version does not know. [admission.RefusalNone] is not a
+// refusal: it returns "".
+func ServerRefusalErrorType(r admission.Refusal) string {
+	switch {
+	case r == admission.RefusalNone:
+		return ""
+	case r == admission.RefusalQueueFull:
+		return ErrorTypeServerQueueFull
+	}
+	return ErrorTypeServerRefused
+}
 
 // The metric instruments of the server composition, created once per
 // otelbudgethttp.NewHandler on the meter of scope [ScopeName].

@@ -39,7 +39,7 @@ func TestBudgetOnWireShrinksPerAttempt(t *testing.T) {
 		require.Len(t, got, 3)
 		assert.Equal(t, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 30 * time.Millisecond}, g.list())
 		for i, a := range got {
-			assert.Equal(t, ms(g.list()[i]), a.meta, "attempt %d: the _meta budget is its lease", i+1)
+			assert.Equal(t, ms(g.list()[i]), a.Meta, "attempt %d: the _meta budget is its lease", i+1)
 		}
 	})
 }
@@ -61,10 +61,10 @@ func TestHangingToolCutAtLease(t *testing.T) {
 
 		got := search.arrivals()
 		require.Len(t, got, 1)
-		assert.False(t, got[0].hasLimit, "the server has no middleware: only the cancellation ends its context")
+		assert.False(t, got[0].HasLimit, "the server has no middleware: only the cancellation ends its context")
 		synctest.Wait()
 		select {
-		case cause := <-got[0].ended:
+		case cause := <-got[0].Ended:
 			assert.ErrorIs(t, cause, context.Canceled)
 		default:
 			t.Fatal("the handler's context is not done after the lease ended")
@@ -155,7 +155,7 @@ func TestCallerParamsUnchanged(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "x", params.Meta["com.example/trace"])
 		assert.NotContains(t, params.Meta, deadlinemcp.MetaKey, "the budget went in a copy")
-		assert.Equal(t, float64(980), search.arrivals()[0].meta, "1s less the default 20ms floor")
+		assert.Equal(t, float64(980), search.arrivals()[0].Meta, "1s less the default 20ms floor")
 	})
 }
 

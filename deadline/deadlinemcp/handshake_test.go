@@ -76,7 +76,7 @@ func TestPolicyFunc(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search"})
 		require.NoError(t, err)
 		require.Len(t, search.arrivals(), 1)
-		assert.Equal(t, float64(500), search.arrivals()[0].meta, "search's own ceiling")
+		assert.Equal(t, float64(500), search.arrivals()[0].Meta, "search's own ceiling")
 
 		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fetch"})
 		require.Error(t, err, "fetch falls back to WithPolicy: 150ms, below the server's floor")
@@ -85,7 +85,7 @@ func TestPolicyFunc(t *testing.T) {
 		_, err = cs.CallTool(deadlinemcp.WithRequestPolicy(ctx, deadline.Policy{MaxAttempts: 1, AttemptTimeout: 400 * time.Millisecond}),
 			&mcp.CallToolParams{Name: "fetch"})
 		require.NoError(t, err, "the context's policy wins")
-		assert.Equal(t, float64(400), fetch.arrivals()[0].meta)
+		assert.Equal(t, float64(400), fetch.arrivals()[0].Meta)
 
 		assert.Contains(t, asked, "tools/call|search")
 		assert.Contains(t, asked, "server/discover|", "the handshake is asked too")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget/mcpbudgettest"
 )
 
 // tool is a test tool on a real mcp.Server: its handler records what each
@@ -21,32 +22,17 @@ type tool struct {
 	annotations *mcp.ToolAnnotations
 	behave      func(ctx context.Context, n int) (*mcp.CallToolResult, error)
 
-	mu    sync.Mutex
-	calls []arrival
+	mcpbudgettest.Arrivals
 }
 
 // arrival is what one call of a tool saw when its handler started, and how
 // its context ended.
-type arrival struct {
-	meta     any           // the raw _meta budget value, nil when absent
-	left     time.Duration // the handler's context deadline less now; -1 without one
-	hasLimit bool
-	ended    chan error // receives context.Cause once the handler's context is done
-}
+type arrival = mcpbudgettest.Arrival
 
 func (tl *tool) add(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{Name: tl.name, Annotations: tl.annotations, InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			a := arrival{left: -1, ended: make(chan error, 1)}
-			a.meta = req.Params.GetMeta()[deadlinemcp.MetaKey]
-			if end, ok := ctx.Deadline(); ok {
-				a.left, a.hasLimit = time.Until(end), true
-			}
-			tl.mu.Lock()
-			tl.calls = append(tl.calls, a)
-			n := len(tl.calls)
-			tl.mu.Unlock()
-			context.AfterFunc(ctx, func() { a.ended <- context.Cause(ctx) })
+			n := tl.Arrive(ctx, req.Params.GetMeta()[deadlinemcp.MetaKey])
 			if tl.behave == nil {
 				return text("ok"), nil
 			}
@@ -54,11 +40,7 @@ func (tl *tool) add(s *mcp.Server) {
 		})
 }
 
-func (tl *tool) arrivals() []arrival {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	return append([]arrival(nil), tl.calls...)
-}
+func (tl *tool) arrivals() []arrival { return tl.List() }
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

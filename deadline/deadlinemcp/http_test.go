@@ -73,19 +73,6 @@ func connectHTTP(t *testing.T, s *mcp.Server, c *mcp.Client, reject int) (*mcp.C
 	return cs, w
 }
 
-// waitEnded waits for a handler's context to end; the bound only keeps a
-// broken build from hanging.
-func waitEnded(t *testing.T, a arrival) error {
-	t.Helper()
-	select {
-	case cause := <-a.ended:
-		return cause
-	case <-time.After(30 * time.Second):
-		t.Fatal("the handler's context never ended")
-		return nil
-	}
-}
-
 // Over HTTP the budget on the wire is each attempt's lease and shrinks:
 // the second attempt gets what the first left, less than the first's
 // ceiling; the first attempt's handler is cut at its lease.
@@ -108,14 +95,14 @@ func TestHTTPBudgetShrinksAndHangingToolCut(t *testing.T) {
 	assert.Equal(t, 600*time.Millisecond, leases[0])
 	assert.Less(t, leases[1], leases[0], "the second lease is what the first left")
 	for i, a := range got {
-		assert.LessOrEqual(t, a.meta, ms(leases[i]), "attempt %d sends at most its lease", i+1)
-		assert.Greater(t, a.meta, float64(0))
-		assert.True(t, a.hasLimit)
-		assert.LessOrEqual(t, a.left, time.Duration(a.meta.(float64))*time.Millisecond, "the handler's deadline is at most the budget sent")
+		assert.LessOrEqual(t, a.Meta, ms(leases[i]), "attempt %d sends at most its lease", i+1)
+		assert.Greater(t, a.Meta, float64(0))
+		assert.True(t, a.HasLimit)
+		assert.LessOrEqual(t, a.Left, time.Duration(a.Meta.(float64))*time.Millisecond, "the handler's deadline is at most the budget sent")
 	}
 	// Its own deadline (the lease, from _meta) and the client's
 	// notifications/cancelled end it at about the same time: either cause.
-	cause := waitEnded(t, got[0])
+	cause := got[0].WaitEnded(t)
 	assert.True(t, errors.Is(cause, deadline.ErrDeadlineReached) || errors.Is(cause, context.Canceled), "cause %v", cause)
 }
 
@@ -129,8 +116,8 @@ func TestHTTPCancellationReachesServer(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	got := search.arrivals()
 	require.Len(t, got, 1)
-	assert.False(t, got[0].hasLimit)
-	assert.ErrorIs(t, waitEnded(t, got[0]), context.Canceled)
+	assert.False(t, got[0].HasLimit)
+	assert.ErrorIs(t, got[0].WaitEnded(t), context.Canceled)
 }
 
 // A 503 from the HTTP server is a transient failure: retried for a

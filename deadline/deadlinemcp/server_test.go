@@ -52,8 +52,8 @@ func TestServerBudgetBecomesHandlerDeadline(t *testing.T) {
 
 		got := search.arrivals()
 		require.Len(t, got, 1)
-		assert.Equal(t, float64(480), got[0].meta)
-		assert.Equal(t, 480*time.Millisecond, got[0].left, "the handler's deadline is the lease (virtual time)")
+		assert.Equal(t, float64(480), got[0].Meta)
+		assert.Equal(t, 480*time.Millisecond, got[0].Left, "the handler's deadline is the lease (virtual time)")
 		a := rec.list()[0]
 		assert.Equal(t, admission.ByInbound, a.Limit)
 		assert.Equal(t, 480*time.Millisecond, a.Budget)
@@ -71,7 +71,7 @@ func TestServerClampsToMax(t *testing.T) {
 		cs := connectInMemory(t, newServer(t, srv, search), mc)
 		_, err := call(cs, time.Second, deadline.Policy{MaxAttempts: 1}, "search")
 		require.NoError(t, err)
-		assert.Equal(t, 200*time.Millisecond, search.arrivals()[0].left)
+		assert.Equal(t, 200*time.Millisecond, search.arrivals()[0].Left)
 		a := rec.list()[0]
 		assert.True(t, a.Clamped())
 		assert.Equal(t, admission.ByMax, a.Limit)
@@ -98,7 +98,7 @@ func TestServerKeepsOuterDeadline(t *testing.T) {
 		cs := connectInMemory(t, s, mc)
 		_, err := call(cs, time.Second, deadline.Policy{MaxAttempts: 1}, "search")
 		require.NoError(t, err)
-		assert.Equal(t, 50*time.Millisecond, search.arrivals()[0].left)
+		assert.Equal(t, 50*time.Millisecond, search.arrivals()[0].Left)
 		a := rec.list()[0]
 		assert.Equal(t, admission.ByOuter, a.Limit)
 		assert.Equal(t, 50*time.Millisecond, a.OuterRemaining)
@@ -201,7 +201,7 @@ func TestServerInboundMeta(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
-				assert.Equal(t, tc.budget, search.arrivals()[0].left)
+				assert.Equal(t, tc.budget, search.arrivals()[0].Left)
 			})
 		})
 	}
@@ -281,7 +281,7 @@ func TestCustomMetaKey(t *testing.T) {
 		cs := connectInMemory(t, newServer(t, srv, search), mc)
 		_, err := call(cs, 300*time.Millisecond, deadline.Policy{MaxAttempts: 1}, "search")
 		require.NoError(t, err)
-		assert.Nil(t, search.arrivals()[0].meta, "nothing under the default key")
+		assert.Nil(t, search.arrivals()[0].Meta, "nothing under the default key")
 		assert.Equal(t, 300*time.Millisecond, rec.list()[0].Budget)
 	})
 }

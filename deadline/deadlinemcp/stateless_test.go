@@ -99,7 +99,7 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 		got := search.arrivals()
 		require.Len(t, got, 1)
 		select {
-		case cause := <-got[0].ended:
+		case cause := <-got[0].Ended:
 			t.Fatalf("the handler's context ended (%v): the SDK now cancels on a stateless server; update docs/mcp.md", cause)
 		default:
 		}
@@ -113,8 +113,8 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		got := search.arrivals()
 		require.Len(t, got, 1)
-		assert.False(t, got[0].hasLimit, "no budget middleware")
-		assert.ErrorIs(t, waitEnded(t, got[0]), context.Canceled)
+		assert.False(t, got[0].HasLimit, "no budget middleware")
+		assert.ErrorIs(t, got[0].WaitEnded(t), context.Canceled)
 	})
 
 	// A caller who sends no budget (a plain SDK client) gets the server's
@@ -136,9 +136,9 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			got := search.arrivals()
 			require.Len(t, got, 1)
-			require.True(t, got[0].hasLimit)
-			assert.Greater(t, got[0].left, 10*time.Second, "the server's maximum: no budget was sent")
-			cause := waitEnded(t, got[0])
+			require.True(t, got[0].HasLimit)
+			assert.Greater(t, got[0].Left, 10*time.Second, "the server's maximum: no budget was sent")
+			cause := got[0].WaitEnded(t)
 			assert.ErrorIs(t, cause, context.Canceled)
 			assert.NotErrorIs(t, cause, deadline.ErrDeadlineReached)
 		})
@@ -154,8 +154,8 @@ func TestStatelessHTTPCancellation(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		got := search.arrivals()
 		require.Len(t, got, 1)
-		assert.True(t, got[0].hasLimit)
-		cause := waitEnded(t, got[0])
+		assert.True(t, got[0].HasLimit)
+		cause := got[0].WaitEnded(t)
 		assert.True(t, errors.Is(cause, deadline.ErrDeadlineReached), "cause %v", cause)
 	})
 }

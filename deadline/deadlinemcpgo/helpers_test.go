@@ -2,7 +2,6 @@ package deadlinemcpgo_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcpgo"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget/mcpbudgettest"
 )
 
 // tool is a test tool on a real mcp-go server: its handler records what
@@ -24,16 +24,12 @@ type tool struct {
 	annotations *mcp.ToolAnnotation
 	behave      func(ctx context.Context, n int) (*mcp.CallToolResult, error)
 
-	mu    sync.Mutex
-	calls []arrival
+	mcpbudgettest.Arrivals
 }
 
-// arrival is what one call of a tool saw when its handler started.
-type arrival struct {
-	meta  any           // the raw _meta budget value, nil when absent
-	left  time.Duration // the handler's context deadline less now; -1 without one
-	ended chan error    // receives context.Cause once the handler's context is done
-}
+// arrival is what one call of a tool saw when its handler started, and how
+// its context ended.
+type arrival = mcpbudgettest.Arrival
 
 func (tl *tool) serverTool() server.ServerTool {
 	t := mcp.NewTool(tl.name)
@@ -41,18 +37,11 @@ func (tl *tool) serverTool() server.ServerTool {
 		t.Annotations = *tl.annotations
 	}
 	return server.ServerTool{Tool: t, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a := arrival{left: -1, ended: make(chan error, 1)}
+		var meta any
 		if req.Params.Meta != nil {
-			a.meta = req.Params.Meta.AdditionalFields[mcpbudget.MetaKey]
+			meta = req.Params.Meta.AdditionalFields[mcpbudget.MetaKey]
 		}
-		if end, ok := ctx.Deadline(); ok {
-			a.left = time.Until(end)
-		}
-		tl.mu.Lock()
-		tl.calls = append(tl.calls, a)
-		n := len(tl.calls)
-		tl.mu.Unlock()
-		context.AfterFunc(ctx, func() { a.ended <- context.Cause(ctx) })
+		n := tl.Arrive(ctx, meta)
 		if tl.behave == nil {
 			return mcp.NewToolResultText("ok"), nil
 		}
@@ -60,11 +49,7 @@ func (tl *tool) serverTool() server.ServerTool {
 	}}
 }
 
-func (tl *tool) arrivals() []arrival {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	return append([]arrival(nil), tl.calls...)
-}
+func (tl *tool) arrivals() []arrival { return tl.List() }
 
 // hangFirst hangs the first n calls until their context ends, then
 // answers.

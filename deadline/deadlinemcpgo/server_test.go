@@ -49,8 +49,8 @@ func TestServerBudgetBecomesHandlerDeadline(t *testing.T) {
 
 		got := search.arrivals()
 		require.Len(t, got, 1)
-		assert.Equal(t, float64(480), got[0].meta)
-		assert.Equal(t, 480*time.Millisecond, got[0].left, "the handler's deadline is the lease (virtual time)")
+		assert.Equal(t, float64(480), got[0].Meta)
+		assert.Equal(t, 480*time.Millisecond, got[0].Left, "the handler's deadline is the lease (virtual time)")
 		a := rec.list()[0]
 		assert.Equal(t, admission.ByInbound, a.Limit)
 		assert.Equal(t, 480*time.Millisecond, a.Budget)
@@ -68,7 +68,7 @@ func TestServerClampsToMax(t *testing.T) {
 		mc := connectInProcess(t, newBudgetClient(t), srv)
 		_, err := call(mc, time.Second, deadline.Policy{MaxAttempts: 1}, "search")
 		require.NoError(t, err)
-		assert.Equal(t, 200*time.Millisecond, search.arrivals()[0].left)
+		assert.Equal(t, 200*time.Millisecond, search.arrivals()[0].Left)
 		a := rec.list()[0]
 		assert.True(t, a.Clamped())
 		assert.Equal(t, admission.ByMax, a.Limit)
@@ -76,7 +76,7 @@ func TestServerClampsToMax(t *testing.T) {
 		bare := connectInProcess(t, nil, srv)
 		_, err = bare.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "search"}})
 		require.NoError(t, err)
-		assert.Equal(t, 200*time.Millisecond, search.arrivals()[1].left, "no budget: the maximum")
+		assert.Equal(t, 200*time.Millisecond, search.arrivals()[1].Left, "no budget: the maximum")
 		assert.False(t, rec.list()[1].Inbound.Present)
 	})
 }

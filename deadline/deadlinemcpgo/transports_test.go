@@ -80,19 +80,6 @@ var mcpgoTransports = map[string]mcpgoTransport{
 	},
 }
 
-// waitEnded waits for a handler's context to end, up to a bound far above
-// anything the test expects, and returns its cause.
-func waitEnded(t *testing.T, a arrival) error {
-	t.Helper()
-	select {
-	case err := <-a.ended:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler's context did not end")
-		return nil
-	}
-}
-
 // The scenarios over every mcp-go transport, client and server wrapped:
 // the budget arrives, the clamp holds, a refusal is typed, a hanging
 // read-only tool is cut at its lease and tried again.
@@ -108,9 +95,9 @@ func TestTransports(t *testing.T) {
 				require.NoError(t, err)
 				got := search.arrivals()
 				require.Len(t, got, 1)
-				assert.InDelta(t, float64(2*time.Hour/time.Millisecond), got[0].meta, 60000)
+				assert.InDelta(t, float64(2*time.Hour/time.Millisecond), got[0].Meta, 60000)
 				assert.True(t, rec.list()[0].Clamped())
-				assert.LessOrEqual(t, got[0].left, time.Hour)
+				assert.LessOrEqual(t, got[0].Left, time.Hour)
 			})
 			t.Run("refusal typed", func(t *testing.T) {
 				rec := &admissions{}
@@ -134,7 +121,7 @@ func TestTransports(t *testing.T) {
 				require.NoError(t, err)
 				got := search.arrivals()
 				require.Len(t, got, 2)
-				assert.Error(t, waitEnded(t, got[0]))
+				assert.Error(t, got[0].WaitEnded(t))
 			})
 			t.Run("cancellation reaches a bare server's handler", func(t *testing.T) {
 				// No budget middleware on the server: only the client's
@@ -145,13 +132,13 @@ func TestTransports(t *testing.T) {
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				got := search.arrivals()
 				require.Len(t, got, 1)
-				cause := waitEnded(t, got[0])
+				cause := got[0].WaitEnded(t)
 				if name == "in-process" {
 					// The handler runs under the attempt's own context.
 					assert.ErrorIs(t, cause, context.DeadlineExceeded)
 					return
 				}
-				assert.Equal(t, -time.Duration(1), got[0].left, "a bare server sets no deadline")
+				assert.Equal(t, -time.Duration(1), got[0].Left, "a bare server sets no deadline")
 				assert.ErrorIs(t, cause, context.Canceled, "notifications/cancelled, or the POST's end")
 			})
 			t.Run("ping without params carries a budget", func(t *testing.T) {

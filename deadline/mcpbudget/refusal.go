@@ -81,10 +81,21 @@ func (e *RefusedError) Error() string {
 // Unwrap returns the SDK's error.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// ErrorType returns "deadline_refused": the error.type otelbudget's
-// observer gives the CLIENT span of the refused attempt, the same value
-// the server's SERVER span gives the refusal (otelbudget.ErrorTypeServerRefused).
-func (e *RefusedError) ErrorType() string { return "deadline_refused" }
+// ErrorType returns the error.type otelbudget's observer gives the CLIENT
+// span of the refused attempt, the same value the server's SERVER span
+// gives the refusal (otelbudget.ServerRefusalErrorType) and an HTTP
+// server's for the same condition: "queue_full" when the server's
+// admission queue was full (Refusal "queue_full": overload, whatever the
+// budget), else "deadline_refused".
+func (e *RefusedError) ErrorType() string {
+	if e.Refusal == refusalQueueFull {
+		return "queue_full"
+	}
+	return "deadline_refused"
+}
+
+// refusalQueueFull is the data's refusal name of a full admission queue.
+var refusalQueueFull = admission.RefusalQueueFull.String()
 
 // NewRefusedError returns the [*RefusedError] of a JSON-RPC error whose
 // code is [CodeBudgetRefused], reading budget, floor and refusal from

@@ -18,11 +18,13 @@ func TestRefusalError(t *testing.T) {
 	for _, tc := range []struct {
 		refusal       admission.Refusal
 		message, data string
+		errorType     string // the same as an HTTP server's SERVER span for the same refusal
 	}{
-		{admission.RefusalFloor, "deadline budget too small: budget-ms=5, floor-ms=20", `{"budget_ms":5,"floor_ms":20}`},
-		{admission.RefusalSpent, "deadline budget too small: budget-ms=5, floor-ms=20", `{"budget_ms":5,"floor_ms":20}`},
-		{admission.RefusalLearned, "deadline budget too small: budget-ms=5, floor-ms=20, refusal=learned", `{"budget_ms":5,"floor_ms":20,"refusal":"learned"}`},
-		{admission.RefusalQueueFull, "deadline: server overloaded, admission queue full: budget-ms=5", `{"budget_ms":5,"floor_ms":20,"refusal":"queue_full"}`},
+		{admission.RefusalFloor, "deadline budget too small: budget-ms=5, floor-ms=20", `{"budget_ms":5,"floor_ms":20}`, "deadline_refused"},
+		{admission.RefusalSpent, "deadline budget too small: budget-ms=5, floor-ms=20", `{"budget_ms":5,"floor_ms":20}`, "deadline_refused"},
+		{admission.RefusalLearned, "deadline budget too small: budget-ms=5, floor-ms=20, refusal=learned", `{"budget_ms":5,"floor_ms":20,"refusal":"learned"}`, "deadline_refused"},
+		{admission.RefusalQueueTimeout, "deadline budget too small: budget-ms=5, floor-ms=20, refusal=queue_timeout", `{"budget_ms":5,"floor_ms":20,"refusal":"queue_timeout"}`, "deadline_refused"},
+		{admission.RefusalQueueFull, "deadline: server overloaded, admission queue full: budget-ms=5", `{"budget_ms":5,"floor_ms":20,"refusal":"queue_full"}`, "queue_full"},
 	} {
 		code, msg, data := mcpbudget.RefusalError(admission.Decision{Budget: 4*time.Millisecond + 1, Floor: 20 * time.Millisecond, Refusal: tc.refusal})
 		assert.Equal(t, int64(mcpbudget.CodeBudgetRefused), code)
@@ -42,7 +44,7 @@ func TestRefusalError(t *testing.T) {
 			err := fmt.Errorf("call: %w", r)
 			assert.True(t, mcpbudget.IsRefused(err))
 			assert.ErrorIs(t, err, sdkErr)
-			assert.Equal(t, "deadline_refused", r.ErrorType())
+			assert.Equal(t, tc.errorType, r.ErrorType())
 		}
 	}
 	_, ok := mcpbudget.NewRefusedError(-32603, "internal", nil, nil)

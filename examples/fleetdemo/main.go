@@ -128,11 +128,10 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		return err
 	}
 	defer func() { _ = client.Stop(context.Background()) }()
-	for client.Status().Applied == 0 {
-		if time.Since(start) > 2**interval {
-			return fmt.Errorf("the fleet's ceilings did not arrive within two export intervals (%s): %+v", 2**interval, client.Status())
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-client.FirstApplied():
+	case <-time.After(2**interval - time.Since(start)):
+		return fmt.Errorf("the fleet's ceilings did not arrive within two export intervals (%s): %+v", 2**interval, client.Status())
 	}
 	fmt.Fprintf(out, "it applied the fleet's ceilings %s after it started (within two export intervals: %s)\n", time.Since(start).Round(time.Millisecond), 2**interval)
 	p := deadline.Policy{Name: "fetch", MaxAttempts: 2, AttemptTimeout: time.Second, Ceiling: live, Hooks: rec.Hooks()}

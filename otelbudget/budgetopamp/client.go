@@ -42,6 +42,8 @@ type Client struct {
 	stopOnce sync.Once
 	stopErr  error
 
+	firstApplied chan struct{} // closed when the first body is applied
+
 	mu     sync.Mutex
 	status Status
 	last   *protobufs.RemoteConfigStatus // the answer to the last config received
@@ -118,7 +120,7 @@ func Start(ctx context.Context, endpoint string, sink Sink, opts ...Option) (*Cl
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{sink: sink, cfg: cfg, logger: logger}
+	c := &Client{sink: sink, cfg: cfg, logger: logger, firstApplied: make(chan struct{})}
 	c.opamp = client.NewWebSocket(opampLogger{logger})
 	desc := &protobufs.AgentDescription{IdentifyingAttributes: []*protobufs.KeyValue{
 		stringKV(string(semconv.ServiceNameKey), cfg.service),
@@ -180,6 +182,19 @@ func (c *Client) Status() Status {
 	return s
 }
 
+// FirstApplied returns a channel that is closed once the client has
+// applied its first body: by then the sink holds its ceilings
+// ([Sink.SetPriors] has returned) and [Client.Status] counts it in Applied.
+// A body refused does not close it; neither does Stop, nor a lost
+// connection. A process that would rather start with the fleet's ceilings
+// than cold waits on it with a bound of its own:
+//
+//	select {
+//	case <-client.FirstApplied():
+//	case <-time.After(2 * time.Second): // start cold; they apply when they come
+//	}
+func (c *Client) FirstApplied() <-chan struct{} { return c.firstApplied }
+
 func maps(m map[string]StepCeiling) map[string]StepCeiling {
 	if m == nil {
 		return nil
@@ -231,6 +246,9 @@ func (c *Client) onMessage(ctx context.Context, msg *types.MessageData) {
 	} else {
 		c.status.Applied++
 		c.status.Ceilings, c.status.AppliedAt, c.status.Hash, c.status.LastRefusal = ceilings, time.Now(), bytes.Clone(rc.ConfigHash), nil
+		if c.status.Applied == 1 {
+			close(c.firstApplied)
+		}
 	}
 	c.last = status
 	c.mu.Unlock()

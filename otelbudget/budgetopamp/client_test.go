@@ -116,6 +116,36 @@ func TestClientAppliesFleetCeilingsThenLocalSamplesRefineThem(t *testing.T) {
 	assert.Equal(t, 30*time.Millisecond, lc.Ceiling, "search still cold: the fleet's")
 }
 
+// FirstApplied is closed once the first body is applied, and only then: a
+// refused body leaves it open; when it closes the sink already serves the
+// ceilings and Status counts the body.
+func TestClientFirstApplied(t *testing.T) {
+	f := startFleetServer(t, "127.0.0.1:0")
+	_, live := newLive(t, time.Second)
+	c := start(t, f, live, budgetopamp.WithServiceName("checkout"))
+	f.agent("checkout")
+	bad := remoteConfig(body(t, "billing", map[string]float64{"fetch": 10}), budgetopamp.ContentType)
+	f.push("checkout", bad)
+	require.Equal(t, protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, f.status(bad.ConfigHash).Status)
+	select {
+	case <-c.FirstApplied():
+		t.Fatal("closed by a refused body")
+	default:
+	}
+
+	f.push("checkout", remoteConfig(body(t, "checkout", map[string]float64{"fetch": 90}), budgetopamp.ContentType))
+	select {
+	case <-c.FirstApplied():
+	case <-time.After(20 * time.Second):
+		t.Fatal("not closed 20s after the push")
+	}
+	lc, ok := live.Ceiling("fetch")
+	require.True(t, ok, "the sink has the ceilings when it closes")
+	assert.Equal(t, 90*time.Millisecond, lc.Ceiling)
+	assert.Equal(t, 1, c.Status().Applied)
+	assert.Equal(t, 1, c.Status().Refused)
+}
+
 // A client that connects to a server which already has the service's
 // ceilings gets them in answer to its first message.
 func TestClientStartedFreshGetsTheCeilingsOnConnect(t *testing.T) {

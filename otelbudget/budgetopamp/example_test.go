@@ -45,8 +45,10 @@ func ExampleStart() {
 	}
 	defer func() { _ = client.Stop(context.Background()) }()
 
-	for end := time.Now().Add(10 * time.Second); client.Status().Applied == 0 && time.Now().Before(end); {
-		time.Sleep(time.Millisecond)
+	select { // the server answers the client's first message with the ceilings
+	case <-client.FirstApplied():
+	case <-time.After(10 * time.Second):
+		fmt.Println("no ceilings from the fleet: starting cold")
 	}
 	p := deadline.Policy{Name: "fetch", MaxAttempts: 3, AttemptTimeout: time.Second, Ceiling: live, Hooks: rec.Hooks()}
 	_, _ = deadline.Do(context.Background(), deadline.New(5*time.Second), p, func(_ context.Context, a deadline.AttemptInfo) (int, error) {

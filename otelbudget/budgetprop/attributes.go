@@ -68,7 +68,7 @@ func Attributes(x Extraction) []attribute.KeyValue {
 		attrs = append(attrs,
 			otelbudget.AttrServerRefused.Bool(true),
 			otelbudget.AttrServerRefusal.String(a.Refusal.String()),
-			semconv.ErrorTypeKey.String(otelbudget.ErrorTypeServerRefused))
+			semconv.ErrorTypeKey.String(otelbudget.ServerRefusalErrorType(a.Refusal)))
 	}
 	return attrs
 }

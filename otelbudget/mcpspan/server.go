@@ -22,14 +22,19 @@ import (
 // budget), header_malformed (when it carried a value that is not one: the
 // key keeps the HTTP name), max_budget_ms, context_remaining_ms (when the
 // request arrived with a deadline), budget_ms, limited_by ("header" means
-// the inbound _meta budget), floor_ms, and on a refusal refused, refusal,
-// error.type deadline_refused and status Error ("budget 5ms at or below
-// the 20ms floor"). A span that is not recording gets nothing.
+// the inbound _meta budget), floor_ms, what the admission queue and a
+// learned rule had to say (queue_wait_ms, completion_probability,
+// completion_samples, probe: [otelbudget.AppendServerLearned], as the HTTP
+// and gRPC compositions), and on a refusal refused, refusal, status Error
+// ("budget 5ms at or below the 20ms floor") and the error.type the HTTP
+// server composition gives the same refusal
+// ([otelbudget.ServerRefusalErrorType]): queue_full for a full admission
+// queue, else deadline_refused. A span that is not recording gets nothing.
 func Admission(span trace.Span, a mcpbudget.Admission) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs := make([]attribute.KeyValue, 0, 15)
 	if a.Inbound.Present {
 		attrs = append(attrs, otelbudget.AttrServerInboundBudgetMs.Int64(ms(a.Inbound.Budget)))
 	}
@@ -45,11 +50,12 @@ func Admission(span trace.Span, a mcpbudget.Admission) {
 	if a.HasOuter {
 		attrs = append(attrs, otelbudget.AttrServerContextRemainingMs.Int64(ms(a.OuterRemaining)))
 	}
+	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
 		attrs = append(attrs,
 			otelbudget.AttrServerRefused.Bool(true),
 			otelbudget.AttrServerRefusal.String(a.Refusal.String()),
-			semconv.ErrorTypeKey.String(otelbudget.ErrorTypeServerRefused))
+			semconv.ErrorTypeKey.String(otelbudget.ServerRefusalErrorType(a.Refusal)))
 	}
 	span.SetAttributes(attrs...)
 	if a.Refused() {
@@ -61,6 +67,8 @@ func refusalDescription(a mcpbudget.Admission) string {
 	switch {
 	case a.Refusal == admission.RefusalFloor:
 		return "budget " + dur(a.Budget) + " at or below the " + dur(a.Floor) + " floor"
+	case a.Refusal == admission.RefusalQueueFull:
+		return "admission queue full"
 	case a.Refusal != admission.RefusalSpent:
 		return "refused: " + a.Refusal.String() + " (budget " + dur(a.Budget) + ")"
 	case a.Limit == admission.ByOuter:

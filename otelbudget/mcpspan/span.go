@@ -126,7 +126,8 @@ func RecordResult(span trace.Span, err error, toolError bool, code func(error) (
 }
 
 // ErrorType is error.type for a failed request: the error's own
-// ErrorType when it has one (a refusal is "deadline_refused"), the
+// ErrorType when it has one (a refusal is "deadline_refused", or
+// "queue_full" when the server's admission queue was full), the
 // JSON-RPC code code finds (as a string, "-32603"), else semconv's
 // "_OTHER".
 func ErrorType(err error, code func(error) (int64, bool)) string {

@@ -190,14 +190,10 @@ func (s *server) admit(r *http.Request, a deadlinehttp.Admission) {
 	}
 	attrs = otelbudget.AppendServerLearned(attrs, a.Learned, a.Estimate, a.Probe, a.Queued, a.QueueWait)
 	if a.Refused() {
-		errType := otelbudget.ErrorTypeServerRefused
-		if a.Refusal == deadlinehttp.RefusalQueueFull {
-			errType = otelbudget.ErrorTypeServerQueueFull
-		}
 		attrs = append(attrs,
 			otelbudget.AttrServerRefused.Bool(true),
 			otelbudget.AttrServerRefusal.String(a.Refusal.String()),
-			semconv.ErrorTypeKey.String(errType))
+			semconv.ErrorTypeKey.String(otelbudget.ServerRefusalErrorType(a.Refusal)))
 	}
 	span.SetAttributes(attrs...)
 	if a.Refused() {

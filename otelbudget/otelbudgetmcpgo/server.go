@@ -28,7 +28,9 @@ import (
 //     "tcp" when the request came over HTTP);
 //  2. the Server's admission, whose decision goes on that span as the
 //     deadline.server.* attributes (mcpspan.Admission), a refusal with
-//     status Error and error.type deadline_refused;
+//     status Error and error.type deadline_refused, or queue_full when
+//     the admission queue ([deadlinemcpgo.WithQueue]) was full, as an
+//     HTTP server's span says for the same refusal;
 //  3. deadline.server.ended_by once an admitted handler returned
 //     (mcpspan.EndedBy).
 //

@@ -1,8 +1,9 @@
 // Package mcpbudgettest holds what every MCP SDK adapter's tests check a
 // server against: the hostile _meta budget values a peer may send
 // ([MetaCases]) and what a server with a maximum of [Max] and no floor
-// must make of each. It imports the standard library and the root module
-// only, so that the test modules of both SDKs share one table.
+// must make of each, and the scaffolding both adapters' tests record with
+// ([Admissions], [Arrivals]). It imports the standard library and the root
+// module only, so that the test modules of both SDKs share one table.
 package mcpbudgettest
 
 import (

@@ -3,19 +3,19 @@ package opampextension
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/proctest"
 )
 
 // helperEnv makes the test binary run TestHelperProcess as an extension
@@ -32,38 +32,6 @@ func TestHelperProcess(t *testing.T) {
 	x := start(t, testConfig(), nil)
 	fmt.Printf("addr %s\n", x.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
-}
-
-// peakRSS reads a process's peak resident set (VmHWM) in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if os.IsNotExist(err) {
-		t.Skip("no /proc here: the figure is Linux's VmHWM")
-	}
-	require.NoError(t, err)
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/pid/status")
-	return 0
-}
-
-// gzipZeros is n zero bytes, gzipped: about a thousandth of n.
-func gzipZeros(t *testing.T, n int) []byte {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	require.NoError(t, err)
-	zeros := make([]byte, 64<<10)
-	for ; n > 0; n -= len(zeros) {
-		_, err := zw.Write(zeros[:min(n, len(zeros))])
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
 }
 
 // One 255 KiB gzip POST raises the extension's peak RSS by at most 64 MiB:
@@ -107,14 +75,14 @@ func TestGzipBodyBounded(t *testing.T) {
 		return resp.StatusCode
 	}
 	// Warm the server up with a small body, then measure the large one.
-	assert.Equal(t, http.StatusBadRequest, post(gzipZeros(t, 2<<20)))
-	before := peakRSS(t, cmd.Process.Pid)
+	assert.Equal(t, http.StatusBadRequest, post(proctest.GzipZeros(t, 2<<20)))
+	before := proctest.PeakRSS(t, cmd.Process.Pid)
 	// Gzip members one after another are one gzip stream: a MiB of zeros
 	// a member, as many as fit in 255 KiB.
-	member := gzipZeros(t, 1<<20)
+	member := proctest.GzipZeros(t, 1<<20)
 	bomb := bytes.Repeat(member, (255<<10)/len(member))
 	assert.Equal(t, http.StatusBadRequest, post(bomb), "the inflated body exceeds max_request_body_size")
-	after := peakRSS(t, cmd.Process.Pid)
+	after := proctest.PeakRSS(t, cmd.Process.Pid)
 	delta := after - before
 	t.Logf("a %d-byte gzip POST (%d MiB inflated): peak RSS %d MiB -> %d MiB (+%.1f MiB)", len(bomb), len(bomb)/len(member), before>>20, after>>20, float64(delta)/(1<<20))
 	assert.LessOrEqual(t, delta, int64(64<<20))

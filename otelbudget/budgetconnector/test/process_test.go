@@ -2,9 +2,7 @@ package test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -13,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,42 +26,10 @@ import (
 	"github.com/deadlinebudget/budget/deadline/learn"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/certtest"
+	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/internal/proctest"
 	"github.com/deadlinebudget/budget/otelbudget/budgetconnector/test/fleettest"
 	"github.com/deadlinebudget/budget/otelbudget/budgetopamp"
 )
-
-// peakRSS reads a process's peak resident set (VmHWM) in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if os.IsNotExist(err) {
-		t.Skip("no /proc here: the figure is Linux's VmHWM")
-	}
-	require.NoError(t, err)
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/pid/status")
-	return 0
-}
-
-// gzipZeros is n zero bytes, gzipped: about a thousandth of n. Gzip
-// members one after another are one gzip stream.
-func gzipZeros(t *testing.T, n int) []byte {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	require.NoError(t, err)
-	zeros := make([]byte, 64<<10)
-	for ; n > 0; n -= len(zeros) {
-		_, err := zw.Write(zeros[:min(n, len(zeros))])
-		require.NoError(t, err)
-	}
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
-}
 
 // docsYAML returns the ```yaml blocks of docs/fleet.md whose first line
 // satisfies pick.
@@ -323,11 +288,11 @@ func TestDocsCollectorsAsProcesses(t *testing.T) {
 		}
 		// 255 KiB of gzip (247 MiB inflated) to the extension, with the
 		// token and without: the Collector's peak RSS.
-		member := gzipZeros(t, 1<<20)
+		member := proctest.GzipZeros(t, 1<<20)
 		bomb := bytes.Repeat(member, (255<<10)/len(member))
 		tr := &http.Transport{TLSClientConfig: certs.ClientTLS(t)}
 		defer tr.CloseIdleConnections()
-		before := peakRSS(t, p.cmd.Process.Pid)
+		before := proctest.PeakRSS(t, p.cmd.Process.Pid)
 		for name, hdr := range map[string]string{"with the token": "Bearer " + token, "anonymous": ""} {
 			req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "https://"+opamp+"/v1/opamp", bytes.NewReader(bomb))
 			require.NoError(t, err)
@@ -342,7 +307,7 @@ func TestDocsCollectorsAsProcesses(t *testing.T) {
 			assert.Contains(t, []int{http.StatusBadRequest, http.StatusUnauthorized}, resp.StatusCode, name)
 			t.Logf("%d-byte gzip POST %s: %s", len(bomb), name, resp.Status)
 		}
-		after := peakRSS(t, p.cmd.Process.Pid)
+		after := proctest.PeakRSS(t, p.cmd.Process.Pid)
 		t.Logf("the Collector's peak RSS: %d MiB -> %d MiB (+%.1f MiB)", before>>20, after>>20, float64(after-before)/(1<<20))
 		assert.LessOrEqual(t, after-before, int64(64<<20))
 

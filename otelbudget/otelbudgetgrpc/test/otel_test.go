@@ -168,8 +168,14 @@ var policy = deadline.Policy{MaxAttempts: 3, Floor: 20 * time.Millisecond,
 // (also called at cleanup; a second call does nothing).
 func dial(t *testing.T, network string, sopts []grpc.ServerOption, dopts []grpc.DialOption) (*grpc.ClientConn, func()) {
 	t.Helper()
+	return dialService(t, network, &desc, &flaky{}, sopts, dopts)
+}
+
+// dialService is dial for the service sd implemented by impl.
+func dialService(t *testing.T, network string, sd *grpc.ServiceDesc, impl any, sopts []grpc.ServerOption, dopts []grpc.DialOption) (*grpc.ClientConn, func()) {
+	t.Helper()
 	srv := grpc.NewServer(append(sopts, grpc.WaitForHandlers(true))...)
-	srv.RegisterService(&desc, &flaky{})
+	srv.RegisterService(sd, impl)
 	target := "passthrough:///buf"
 	var lis net.Listener
 	switch network {
