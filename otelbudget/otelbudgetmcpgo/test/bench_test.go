@@ -25,22 +25,27 @@ import (
 // An agent's tool call through each SDK on its in-process transport
 // (mcp-go's in-process client, the go-sdk's in-memory transports): bare;
 // with the budget on the client only ("client": what the agent's call
-// adds); on both sides ("budget"), no observer; and with the spans (a real
-// tracer provider that records and exports nothing). docs/mcp.md quotes
-// the figures.
+// adds); on both sides ("budget"), no observer; with the spans (a real
+// tracer provider that records and exports nothing); and bare under a plain
+// context.WithTimeout ("timeout"). docs/mcp.md quotes the figures.
 func BenchmarkToolCall(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
 
-	for _, mode := range []string{"bare", "client", "budget", "spans"} {
+	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout"} {
 		for _, sdkName := range []string{"mcp-go", "go-sdk"} {
 			b.Run(sdkName+"/"+mode, func(b *testing.B) {
 				call := toolCaller(b, sdkName, mode, obs)
 				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := call(deadline.NewContext(ctx, deadline.New(time.Minute))); err != nil {
+					ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
+					f := call
+					if mode == "timeout" {
+						f = func(ctx context.Context) error { return callWithTimeout(ctx, call) }
+					}
+					if err := f(ctx); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -49,27 +54,42 @@ func BenchmarkToolCall(b *testing.B) {
 	}
 }
 
+// callWithTimeout is the bare call under a plain context deadline, what a
+// caller without the budget writes to bound it ("timeout"): the reference
+// for what a deadline costs on the in-process transports whatever sets it.
+func callWithTimeout(ctx context.Context, call func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return call(ctx)
+}
+
 // BenchmarkToolCallOverBare measures what the budget on the client adds to
-// one tool call, per SDK: the bare call and the call with the budget on the
-// client alternate in blocks of 64 calls, their order rotating, and each
-// block is timed on the process's CPU clock (GC workers included; time
-// other processes hold the CPU excluded) and on the wall clock. It reports
-// each one's CPU ns per call and the difference per call, with the half
-// width of its 95% confidence interval over the pairs of blocks; its own
-// ns/op is one pair of blocks.
+// one tool call, per SDK: the bare call, the call with the budget on the
+// client, and the bare call under a plain context.WithTimeout alternate in
+// blocks of 64 calls, their order rotating, and each block is timed on the
+// process's CPU clock (GC workers included; time other processes hold the
+// CPU excluded) and on the wall clock. It reports each one's CPU ns per
+// call, and the client's and the timeout's difference to the bare call per
+// call with the half width of its 95% confidence interval over the rounds
+// of blocks; its own ns/op is one round.
 func BenchmarkToolCallOverBare(b *testing.B) {
 	const block = 64
 	for _, sdkName := range []string{"mcp-go", "go-sdk"} {
 		b.Run(sdkName, func(b *testing.B) {
-			calls := [2]func(context.Context) error{toolCaller(b, sdkName, "bare", nil), toolCaller(b, sdkName, "client", nil)}
+			bare := toolCaller(b, sdkName, "bare", nil)
+			calls := [...]func(context.Context) error{
+				bare,
+				toolCaller(b, sdkName, "client", nil),
+				func(ctx context.Context) error { return callWithTimeout(ctx, bare) },
+			}
 			ctx := context.Background()
-			var cpu, wall [2]time.Duration
-			var dcpu, dwall []float64
+			var cpu [len(calls)]time.Duration
+			var dc, dw, tc []float64 // per round: client - bare (CPU, wall), timeout - bare (CPU)
 			n := 0
 			for b.Loop() {
-				var c, w [2]time.Duration
+				var c, w [len(calls)]time.Duration
 				for i := range calls {
-					k := (i + n) % 2
+					k := (i + n) % len(calls)
 					c0, w0 := processCPU(), time.Now()
 					for range block {
 						if err := calls[k](deadline.NewContext(ctx, deadline.New(time.Minute))); err != nil {
@@ -80,21 +100,24 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 				}
 				for k := range c {
 					cpu[k] += c[k]
-					wall[k] += w[k]
 				}
-				dcpu = append(dcpu, float64(c[1]-c[0])/block)
-				dwall = append(dwall, float64(w[1]-w[0])/block)
+				dc = append(dc, float64(c[1]-c[0])/block)
+				dw = append(dw, float64(w[1]-w[0])/block)
+				tc = append(tc, float64(c[2]-c[0])/block)
 				n++
 			}
 			calls0 := float64(n * block)
 			b.ReportMetric(float64(cpu[0])/calls0, "bare-cpu-ns/call")
 			b.ReportMetric(float64(cpu[1])/calls0, "client-cpu-ns/call")
-			m, h := meanCI95(dcpu)
+			m, h := meanCI95(dc)
 			b.ReportMetric(m, "delta-cpu-ns/call")
 			b.ReportMetric(h, "delta-cpu-ci95-ns")
-			m, h = meanCI95(dwall)
+			m, h = meanCI95(dw)
 			b.ReportMetric(m, "delta-wall-ns/call")
 			b.ReportMetric(h, "delta-wall-ci95-ns")
+			m, h = meanCI95(tc)
+			b.ReportMetric(m, "timeout-delta-cpu-ns/call")
+			b.ReportMetric(h, "timeout-delta-cpu-ci95-ns")
 		})
 	}
 }
