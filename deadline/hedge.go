@@ -40,7 +40,7 @@ type round[T any] struct {
 	r        *run
 	op       func(context.Context, AttemptInfo) (T, error)
 	results  chan outcome[T]
-	flights  []*flight
+	flights  []flight // at most 1 + MaxHedges: a round hedges only while none has returned
 	inflight int
 }
 
@@ -66,7 +66,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 			delay = d
 		}
 	}
-	rd := round[T]{ctx: ctx, r: r, op: op, results: make(chan outcome[T], 1+h.MaxHedges)}
+	rd := round[T]{ctx: ctx, r: r, op: op, results: make(chan outcome[T], 1+h.MaxHedges), flights: make([]flight, 0, 1+h.MaxHedges)}
 	rd.lctx, rd.lose = context.WithCancelCause(ctx)
 	// On a panic (in op or a hook), every attempt still running is
 	// canceled and awaited, and those that began are closed, before the
@@ -85,7 +85,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 	for rd.inflight > 0 {
 		select {
 		case o := <-rd.results:
-			f := rd.flights[o.i]
+			f := &rd.flights[o.i]
 			f.done = true
 			rd.inflight--
 			if o.panicked {
@@ -177,7 +177,7 @@ func (rd *round[T]) start(a AttemptInfo, cause error) {
 	r := rd.r
 	r.attempts = a.Number
 	actx, release := context.WithDeadlineCause(rd.lctx, a.Start.Add(a.Granted), cause)
-	f := &flight{a: a, actx: actx, octx: actx, release: release, permit: r.permit}
+	f := flight{a: a, actx: actx, octx: actx, release: release, permit: r.permit}
 	r.permit = Permit{}
 	if r.h != nil && r.h.AttemptStart != nil {
 		func() {
@@ -218,8 +218,8 @@ func run1[T any](i int, op func(context.Context, AttemptInfo) (T, error), ctx co
 // cancelOthers cancels, with ErrHedgeLost, every attempt still running,
 // once the winner has returned and its lease is released.
 func (rd *round[T]) cancelOthers() {
-	for _, f := range rd.flights {
-		if !f.done {
+	for i := range rd.flights {
+		if f := &rd.flights[i]; !f.done {
 			f.lost = true
 		}
 	}
@@ -246,7 +246,8 @@ func (rd *round[T]) abort() {
 		rd.flights[o.i].done = true
 		ended = append(ended, o)
 	}
-	for _, f := range rd.flights {
+	for i := range rd.flights {
+		f := &rd.flights[i]
 		f.release()
 		f.permit.Done(OutcomeIgnore)
 	}
@@ -255,6 +256,6 @@ func (rd *round[T]) abort() {
 		if !o.panicked && o.err == nil && rd.r.p.Hedge.Discard != nil {
 			rd.r.p.Hedge.Discard(o.v)
 		}
-		rd.end(rd.flights[o.i], AttemptResult{Err: o.err, EndedBy: EndedPanic})
+		rd.end(&rd.flights[o.i], AttemptResult{Err: o.err, EndedBy: EndedPanic})
 	})
 }
