@@ -69,6 +69,40 @@ func BenchmarkDoLogHooks(b *testing.B) {
 	}
 }
 
+// BenchmarkDoHedged is DoHedged's round with no observer: "first" when the
+// first attempt answers before the hedge delay (one goroutine, no hedge),
+// "hedge" when it waits for its context and a hedge, started after 1µs,
+// wins and cancels it with ErrHedgeLost.
+func BenchmarkDoHedged(b *testing.B) {
+	ctx := context.Background()
+	d := deadline.New(time.Hour)
+	for _, c := range []struct {
+		name  string
+		delay time.Duration
+	}{{"first", time.Minute}, {"hedge", time.Microsecond}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			p := deadline.DefaultPolicy()
+			p.AttemptTimeout = time.Minute
+			p.Hedge = &deadline.Hedge{Delay: c.delay, MaxHedges: 1}
+			op := func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+				if c.delay < time.Second && !a.Hedge {
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				return 1, nil
+			}
+			for b.Loop() {
+				v, err := deadline.DoHedged(ctx, d, p, op)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sink += v
+			}
+		})
+	}
+}
+
 // BenchmarkBackoffDelay is the cost of choosing one jittered sleep.
 func BenchmarkBackoffDelay(b *testing.B) {
 	b.ReportAllocs()

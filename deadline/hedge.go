@@ -9,14 +9,14 @@ import (
 
 // flight is one attempt of a hedged round, run on a goroutine of its own.
 type flight struct {
-	a      AttemptInfo
-	actx   context.Context // the attempt's lease
-	octx   context.Context // what op runs in (AttemptStart's)
-	cancel context.CancelCauseFunc
-	permit overload.Permit // its Limiter slot
-	began  bool            // AttemptStart returned
-	lost   bool            // canceled with ErrHedgeLost
-	done   bool            // op returned
+	a       AttemptInfo
+	actx    context.Context    // the attempt's lease, a child of the round's context
+	octx    context.Context    // what op runs in (AttemptStart's)
+	release context.CancelFunc // ends the lease alone
+	permit  overload.Permit    // its Limiter slot
+	began   bool               // AttemptStart returned
+	lost    bool               // canceled with ErrHedgeLost
+	done    bool               // op returned
 }
 
 // outcome is what an attempt's goroutine reports.
@@ -30,12 +30,19 @@ type outcome[T any] struct {
 
 // round runs one hedged round: the attempt a, granted by lease with cause,
 // and the hedges started beside it.
+//
+// Every attempt's lease is a child of one context per round, lctx: the
+// round's end cancels every attempt still running with ErrHedgeLost at
+// once, and an attempt costs one context, not a cancelable context of its
+// own under its lease.
 type round[T any] struct {
-	ctx      context.Context
+	ctx      context.Context         // the caller's
+	lctx     context.Context         // the attempts' parent
+	lose     context.CancelCauseFunc // cancels lctx
 	r        *run
 	op       func(context.Context, AttemptInfo) (T, error)
 	results  chan outcome[T]
-	flights  []*flight
+	flights  []flight // at most 1 + MaxHedges: a round hedges only while none has returned
 	inflight int
 }
 
@@ -61,7 +68,8 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 			delay = d
 		}
 	}
-	rd := round[T]{ctx: ctx, r: r, op: op, results: make(chan outcome[T], 1+h.MaxHedges)}
+	rd := round[T]{ctx: ctx, r: r, op: op, results: make(chan outcome[T], 1+h.MaxHedges), flights: make([]flight, 0, 1+h.MaxHedges)}
+	rd.lctx, rd.lose = context.WithCancelCause(ctx)
 	// On a panic (in op or a hook), every attempt still running is
 	// canceled and awaited, and those that began are closed, before the
 	// panic goes on.
@@ -70,6 +78,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 		if !closed {
 			rd.abort()
 		}
+		rd.lose(nil)
 	}()
 	rd.start(*a, cause)
 	timer := time.NewTimer(delay)
@@ -78,13 +87,13 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 	for rd.inflight > 0 {
 		select {
 		case o := <-rd.results:
-			f := rd.flights[o.i]
+			f := &rd.flights[o.i]
 			f.done = true
 			rd.inflight--
 			if o.panicked {
 				f.permit.Done(overload.OutcomeIgnore)
 				rd.end(f, AttemptResult{EndedBy: EndedPanic})
-				f.cancel(nil)
+				f.release()
 				panic(o.pv)
 			}
 			switch {
@@ -96,10 +105,14 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 				rd.end(f, AttemptResult{Err: o.err, EndedBy: EndedHedgeLost})
 			case o.err == nil:
 				won, v = true, o.v
-				rd.cancelOthers(f)
 				r.ended, r.retry = EndedCompleted, false
 				r.settle(&f.permit, EndedCompleted, nil, false, r.p.Answered != nil && r.answered(o.v))
 				rd.end(f, AttemptResult{EndedBy: EndedCompleted, HedgeWinner: len(rd.flights) > 1})
+				// The winner's lease is released before the round's
+				// context: its cause is its own release, not ErrHedgeLost.
+				f.release()
+				rd.cancelOthers()
+				continue
 			default:
 				failed = true
 				ended, e := r.classify(ctx, f.actx, &f.a, o.err)
@@ -108,7 +121,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 				r.settle(&f.permit, ended, e, retry, false)
 				rd.end(f, AttemptResult{Err: e, Retryable: retry, EndedBy: ended})
 			}
-			f.cancel(nil)
+			f.release()
 		case <-timer.C:
 			if !won && !failed && rd.hedge() && rd.inflight < 1+h.MaxHedges {
 				timer.Reset(delay)
@@ -164,16 +177,15 @@ func (rd *round[T]) hedge() bool {
 func (rd *round[T]) start(a AttemptInfo, cause error) {
 	r := rd.r
 	r.attempts = a.Number
-	dctx, cancel := context.WithCancelCause(rd.ctx)
-	actx, stop := context.WithDeadlineCause(dctx, a.Start.Add(a.Granted), cause)
-	f := &flight{a: a, actx: actx, octx: actx, cancel: func(c error) { cancel(c); stop() }, permit: r.permit}
+	actx, release := context.WithDeadlineCause(rd.lctx, a.Start.Add(a.Granted), cause)
+	f := flight{a: a, actx: actx, octx: actx, release: release, permit: r.permit}
 	r.permit = overload.Permit{}
 	if r.h != nil && r.h.AttemptStart != nil {
 		func() {
 			ok := false
 			defer func() {
 				if !ok {
-					f.cancel(nil) // AttemptStart panicked: the attempt never began
+					f.release() // AttemptStart panicked: the attempt never began
 					f.permit.Done(overload.OutcomeIgnore)
 				}
 			}()
@@ -204,15 +216,15 @@ func run1[T any](i int, op func(context.Context, AttemptInfo) (T, error), ctx co
 	o.panicked = false
 }
 
-// cancelOthers cancels, with ErrHedgeLost, every attempt still running but
-// the winner w.
-func (rd *round[T]) cancelOthers(w *flight) {
-	for _, f := range rd.flights {
-		if f != w && !f.done {
+// cancelOthers cancels, with ErrHedgeLost, every attempt still running,
+// once the winner has returned and its lease is released.
+func (rd *round[T]) cancelOthers() {
+	for i := range rd.flights {
+		if f := &rd.flights[i]; !f.done {
 			f.lost = true
-			f.cancel(ErrHedgeLost)
 		}
 	}
+	rd.lose(ErrHedgeLost)
 }
 
 // end reports the end of attempt f to the hooks.
@@ -228,18 +240,16 @@ func (rd *round[T]) end(f *flight, res AttemptResult) {
 // them, even if one AttemptEnd panics). Values they return are discarded
 // (given to Hedge.Discard when they succeeded); the first panic goes on.
 func (rd *round[T]) abort() {
-	for _, f := range rd.flights {
-		if !f.done {
-			f.cancel(ErrHedgeLost)
-		}
-	}
+	rd.lose(ErrHedgeLost)
 	var ended []outcome[T]
 	for ; rd.inflight > 0; rd.inflight-- {
 		o := <-rd.results
 		rd.flights[o.i].done = true
 		ended = append(ended, o)
 	}
-	for _, f := range rd.flights {
+	for i := range rd.flights {
+		f := &rd.flights[i]
+		f.release()
 		f.permit.Done(overload.OutcomeIgnore)
 	}
 	endAll(len(ended)-1, func(i int) {
@@ -247,6 +257,6 @@ func (rd *round[T]) abort() {
 		if !o.panicked && o.err == nil && rd.r.p.Hedge.Discard != nil {
 			rd.r.p.Hedge.Discard(o.v)
 		}
-		rd.end(rd.flights[o.i], AttemptResult{Err: o.err, EndedBy: EndedPanic})
+		rd.end(&rd.flights[o.i], AttemptResult{Err: o.err, EndedBy: EndedPanic})
 	})
 }

@@ -97,6 +97,38 @@ func TestHedgeStartsAtTheDelayAndTheFirstSuccessWins(t *testing.T) {
 	})
 }
 
+// The winner's context is live through its AttemptEnd and then released
+// on its own: what op left running sees context.Canceled as its cause, not
+// ErrHedgeLost, which only the losers get.
+func TestHedgeWinnerReleasedNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var winner, loser context.Context
+		var errAtEnd error
+		p := hedgePolicy(3, 30*time.Millisecond, 1, &recorder{})
+		p.Hooks = &deadline.Hooks{AttemptEnd: func(ctx context.Context, a deadline.AttemptInfo, r deadline.AttemptResult) {
+			if r.EndedBy == deadline.EndedCompleted {
+				errAtEnd = ctx.Err()
+			}
+		}}
+		v, err := deadline.DoHedged(context.Background(), deadline.New(time.Second), p,
+			func(ctx context.Context, a deadline.AttemptInfo) (int, error) {
+				if !a.Hedge {
+					loser = ctx
+					<-ctx.Done()
+					return 0, ctx.Err()
+				}
+				winner = ctx
+				return a.Number, nil
+			})
+		require.NoError(t, err)
+		assert.Equal(t, 2, v)
+		assert.NoError(t, errAtEnd, "the winner's context during its AttemptEnd")
+		assert.Equal(t, context.Canceled, context.Cause(winner))
+		assert.Equal(t, deadline.ErrHedgeLost, context.Cause(loser))
+		assert.ErrorIs(t, loser.Err(), context.Canceled)
+	})
+}
+
 func TestHedgeNotNeededWhenTheAttemptIsFast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}

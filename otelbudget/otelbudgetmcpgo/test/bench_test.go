@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -24,92 +26,197 @@ import (
 // An agent's tool call through each SDK on its in-process transport
 // (mcp-go's in-process client, the go-sdk's in-memory transports): bare;
 // with the budget on the client only ("client": what the agent's call
-// adds); on both sides ("budget"), no observer; and with the spans (a real
-// tracer provider that records and exports nothing). docs/mcp.md quotes
-// the figures.
+// adds); on both sides ("budget"), no observer; with the spans (a real
+// tracer provider that records and exports nothing); and bare under a plain
+// context.WithTimeout ("timeout"). docs/mcp.md quotes the figures.
 func BenchmarkToolCall(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
 
-	for _, mode := range []string{"bare", "client", "budget", "spans"} {
-		b.Run("mcp-go/"+mode, func(b *testing.B) {
-			var sopts []mgserver.ServerOption
-			var tr mgtransport.Interface
-			switch mode {
-			case "budget":
-				s, err := deadlinemcpgo.NewServer()
-				require.NoError(b, err)
-				sopts = s.Options()
-			case "spans":
-				_, opts, err := otelbudgetmcpgo.ServerOptions(obs, nil)
-				require.NoError(b, err)
-				sopts = opts
-			}
-			s := mgserver.NewMCPServer("bench", "v1", append(sopts, mgserver.WithToolCapabilities(true))...)
-			s.AddTools(mcpgoEcho())
-			tr = mgtransport.NewInProcessTransport(s)
-			switch mode {
-			case "client", "budget":
-				c, err := deadlinemcpgo.NewClient()
-				require.NoError(b, err)
-				tr = c.Transport(tr)
-			case "spans":
-				var err error
-				tr, err = otelbudgetmcpgo.ClientTransport(obs, tr, nil)
-				require.NoError(b, err)
-			}
-			mc := mgclient.NewClient(tr)
-			ctx := context.Background()
-			require.NoError(b, mc.Start(ctx))
-			defer mc.Close()
-			_, err := mc.Initialize(ctx, mgmcp.InitializeRequest{Params: mgmcp.InitializeParams{ClientInfo: mgmcp.Implementation{Name: "bench", Version: "v1"}}})
-			require.NoError(b, err)
-			req := mgmcp.CallToolRequest{Params: mgmcp.CallToolParams{Name: "echo"}}
-			b.ReportAllocs()
-			for b.Loop() {
-				ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
-				if _, err := mc.CallTool(ctx, req); err != nil {
-					b.Fatal(err)
+	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout"} {
+		for _, sdkName := range []string{"mcp-go", "go-sdk"} {
+			b.Run(sdkName+"/"+mode, func(b *testing.B) {
+				call := toolCaller(b, sdkName, mode, obs)
+				ctx := context.Background()
+				b.ReportAllocs()
+				// allocs/op is rounded down; mallocs/op keeps the fraction
+				// (calls whose request ID is below 256 box it for free).
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				for b.Loop() {
+					ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
+					f := call
+					if mode == "timeout" {
+						f = func(ctx context.Context) error { return callWithTimeout(ctx, call) }
+					}
+					if err := f(ctx); err != nil {
+						b.Fatal(err)
+					}
 				}
+				runtime.ReadMemStats(&m1)
+				b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N), "mallocs/op")
+			})
+		}
+	}
+}
+
+// callWithTimeout is the bare call under a plain context deadline, what a
+// caller without the budget writes to bound it ("timeout"): the reference
+// for what a deadline costs on the in-process transports whatever sets it.
+func callWithTimeout(ctx context.Context, call func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return call(ctx)
+}
+
+// BenchmarkToolCallOverBare measures what the budget on the client adds to
+// one tool call, per SDK: the bare call, the call with the budget on the
+// client, and the bare call under a plain context.WithTimeout alternate in
+// blocks of 64 calls, their order rotating, and each block is timed on the
+// process's CPU clock (GC workers included; time other processes hold the
+// CPU excluded) and on the wall clock. It reports each one's CPU ns per
+// call, and the client's and the timeout's difference to the bare call per
+// call with the half width of its 95% confidence interval over the rounds
+// of blocks; its own ns/op is one round.
+func BenchmarkToolCallOverBare(b *testing.B) {
+	const block = 64
+	for _, sdkName := range []string{"mcp-go", "go-sdk"} {
+		b.Run(sdkName, func(b *testing.B) {
+			bare := toolCaller(b, sdkName, "bare", nil)
+			calls := [...]func(context.Context) error{
+				bare,
+				toolCaller(b, sdkName, "client", nil),
+				func(ctx context.Context) error { return callWithTimeout(ctx, bare) },
 			}
-		})
-		b.Run("go-sdk/"+mode, func(b *testing.B) {
-			s := sdk.NewServer(impl, nil)
-			c := sdk.NewClient(impl, nil)
-			switch mode {
-			case "budget":
-				srv, err := deadlinemcp.NewServer()
-				require.NoError(b, err)
-				s.AddReceivingMiddleware(srv.Middleware())
-				fallthrough
-			case "client":
-				cl, err := deadlinemcp.NewClient()
-				require.NoError(b, err)
-				c.AddSendingMiddleware(cl.Middleware())
-			case "spans":
-				smw, err := otelbudgetmcp.ServerMiddleware(obs, nil)
-				require.NoError(b, err)
-				s.AddReceivingMiddleware(smw...)
-				cmw, err := otelbudgetmcp.ClientMiddleware(obs, nil)
-				require.NoError(b, err)
-				c.AddSendingMiddleware(cmw...)
-			}
-			sdkEcho(s)
-			st, ct := sdk.NewInMemoryTransports()
 			ctx := context.Background()
-			ss, err := s.Connect(ctx, st, nil)
-			require.NoError(b, err)
-			cs, err := c.Connect(ctx, ct, nil)
-			require.NoError(b, err)
-			defer func() { cs.Close(); ss.Wait() }()
-			b.ReportAllocs()
+			var cpu [len(calls)]time.Duration
+			var dc, dw, tc []float64 // per round: client - bare (CPU, wall), timeout - bare (CPU)
+			n := 0
 			for b.Loop() {
-				ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
-				if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo"}); err != nil {
-					b.Fatal(err)
+				var c, w [len(calls)]time.Duration
+				for i := range calls {
+					k := (i + n) % len(calls)
+					c0, w0 := processCPU(), time.Now()
+					for range block {
+						if err := calls[k](deadline.NewContext(ctx, deadline.New(time.Minute))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					c[k], w[k] = processCPU()-c0, time.Since(w0)
 				}
+				for k := range c {
+					cpu[k] += c[k]
+				}
+				dc = append(dc, float64(c[1]-c[0])/block)
+				dw = append(dw, float64(w[1]-w[0])/block)
+				tc = append(tc, float64(c[2]-c[0])/block)
+				n++
 			}
+			calls0 := float64(n * block)
+			b.ReportMetric(float64(cpu[0])/calls0, "bare-cpu-ns/call")
+			b.ReportMetric(float64(cpu[1])/calls0, "client-cpu-ns/call")
+			m, h := meanCI95(dc)
+			b.ReportMetric(m, "delta-cpu-ns/call")
+			b.ReportMetric(h, "delta-cpu-ci95-ns")
+			m, h = meanCI95(dw)
+			b.ReportMetric(m, "delta-wall-ns/call")
+			b.ReportMetric(h, "delta-wall-ci95-ns")
+			m, h = meanCI95(tc)
+			b.ReportMetric(m, "timeout-delta-cpu-ns/call")
+			b.ReportMetric(h, "timeout-delta-cpu-ci95-ns")
 		})
+	}
+}
+
+// meanCI95 returns the mean of xs and the half width of its 95% confidence
+// interval (normal approximation: the pairs number in the hundreds).
+func meanCI95(xs []float64) (mean, half float64) {
+	if len(xs) < 2 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, 1.96 * math.Sqrt(ss/float64(len(xs)-1)/float64(len(xs)))
+}
+
+// toolCaller connects a client to a server with the echo tool on sdkName's
+// in-process transport, set up for mode (see BenchmarkToolCall), and
+// returns one tools/call; the connections close with b.
+func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) func(context.Context) error {
+	b.Helper()
+	ctx := context.Background()
+	if sdkName == "mcp-go" {
+		var sopts []mgserver.ServerOption
+		switch mode {
+		case "budget":
+			s, err := deadlinemcpgo.NewServer()
+			require.NoError(b, err)
+			sopts = s.Options()
+		case "spans":
+			_, opts, err := otelbudgetmcpgo.ServerOptions(obs, nil)
+			require.NoError(b, err)
+			sopts = opts
+		}
+		s := mgserver.NewMCPServer("bench", "v1", append(sopts, mgserver.WithToolCapabilities(true))...)
+		s.AddTools(mcpgoEcho())
+		var tr mgtransport.Interface = mgtransport.NewInProcessTransport(s)
+		switch mode {
+		case "client", "budget":
+			c, err := deadlinemcpgo.NewClient()
+			require.NoError(b, err)
+			tr = c.Transport(tr)
+		case "spans":
+			var err error
+			tr, err = otelbudgetmcpgo.ClientTransport(obs, tr, nil)
+			require.NoError(b, err)
+		}
+		mc := mgclient.NewClient(tr)
+		require.NoError(b, mc.Start(ctx))
+		b.Cleanup(func() { _ = mc.Close() })
+		_, err := mc.Initialize(ctx, mgmcp.InitializeRequest{Params: mgmcp.InitializeParams{ClientInfo: mgmcp.Implementation{Name: "bench", Version: "v1"}}})
+		require.NoError(b, err)
+		req := mgmcp.CallToolRequest{Params: mgmcp.CallToolParams{Name: "echo"}}
+		return func(ctx context.Context) error {
+			_, err := mc.CallTool(ctx, req)
+			return err
+		}
+	}
+	s := sdk.NewServer(impl, nil)
+	c := sdk.NewClient(impl, nil)
+	switch mode {
+	case "budget":
+		srv, err := deadlinemcp.NewServer()
+		require.NoError(b, err)
+		s.AddReceivingMiddleware(srv.Middleware())
+		fallthrough
+	case "client":
+		cl, err := deadlinemcp.NewClient()
+		require.NoError(b, err)
+		c.AddSendingMiddleware(cl.Middleware())
+	case "spans":
+		smw, err := otelbudgetmcp.ServerMiddleware(obs, nil)
+		require.NoError(b, err)
+		s.AddReceivingMiddleware(smw...)
+		cmw, err := otelbudgetmcp.ClientMiddleware(obs, nil)
+		require.NoError(b, err)
+		c.AddSendingMiddleware(cmw...)
+	}
+	sdkEcho(s)
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	require.NoError(b, err)
+	cs, err := c.Connect(ctx, ct, nil)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	return func(ctx context.Context) error {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo"})
+		return err
 	}
 }
