@@ -731,3 +731,45 @@ func TestPermitCopiesFreeOnce(t *testing.T) {
 	running, _ = al.Len()
 	assert.Zero(t, running)
 }
+
+// TestLimiterStandingWait checks CoDel's bound in a queue ordered by
+// arrival: once the queue has stood for LIFOAfter, a call waits at most
+// StandingWaitNeeds × its need and is refused with LimitStandingQueue,
+// its budget mostly left; a client's queue, ordered by its own deadlines,
+// lets it wait while it can still finish.
+func TestLimiterStandingWait(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		arrival bool
+		cause   deadline.LimitCause
+		waited  time.Duration
+	}{
+		{"arrival order: bounded", true, deadline.LimitStandingQueue, deadline.LIFOAfter + deadline.StandingWaitNeeds*20*time.Millisecond},
+		{"deadline order: until it cannot finish", false, deadline.LimitQueueTimeout, time.Second - 20*time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []deadline.LimiterOption{deadline.WithFixedLimit(1), deadline.WithBacklog(5)}
+				if tt.arrival {
+					opts = append(opts, deadline.WithArrivalOrder())
+				}
+				l := newLimiter(t, opts...)
+				holder, err := l.Acquire(t.Context(), "r", time.Time{}, 0)
+				require.NoError(t, err)
+				start := time.Now()
+				_, err = l.Acquire(t.Context(), "r", start.Add(time.Second), 20*time.Millisecond)
+				var le *deadline.LimitError
+				require.ErrorAs(t, err, &le)
+				assert.ErrorIs(t, err, deadline.ErrLimited)
+				assert.Equal(t, tt.cause, le.Cause)
+				assert.True(t, le.Queued)
+				assert.Equal(t, tt.waited, le.Waited)
+				assert.Equal(t, time.Since(start), le.Waited)
+				assert.Contains(t, err.Error(), tt.cause.String())
+				holder.Done(deadline.OutcomeSuccess)
+				_, waiting := l.Len()
+				assert.Zero(t, waiting)
+			})
+		})
+	}
+}
