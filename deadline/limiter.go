@@ -86,6 +86,16 @@ const (
 // claims most; [WithArrivalOrder] orders by arrival alone (FIFO, then the
 // newest first), the deadline deciding only who is refused.
 //
+// # Standing queue
+//
+// In a queue ordered by arrival ([WithArrivalOrder]: a server's), once the
+// queue stands a call waits at most [StandingWaitNeeds] × its need (at
+// least [MinStandingWait]), counted from when the queue became standing or
+// from its arrival if later, and is then refused with
+// [LimitStandingQueue]: CoDel's bound under adaptive LIFO, as Facebook runs
+// it. A client's queue, ordered by its own deadlines, lets a call wait
+// while it can still finish.
+//
 // # The limit: each route's latency against its own baseline
 //
 // An adaptive limit (the default; [WithFixedLimit] turns it off) follows,
@@ -527,8 +537,8 @@ func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 // finish once it starts (its learned service time, else the floor), waiting
 // for one only while the call can still finish (see [Limiter]), or until
 // ctx ends. It returns the permit, or a [*LimitError]: [LimitQueueFull],
-// [LimitQueueTimeout] (matching [ErrLimited]) or [LimitOpen] (matching
-// [ErrDownstreamOpen]). A zero end means no deadline.
+// [LimitQueueTimeout], [LimitStandingQueue] (matching [ErrLimited]) or
+// [LimitOpen] (matching [ErrDownstreamOpen]). A zero end means no deadline.
 //
 // Every call passes the same rule, whether it finds a free slot or a place
 // in the queue: one that could not finish even if it started now (end less

@@ -339,9 +339,11 @@ func TestOverloadedMarks(t *testing.T) {
 	assert.ErrorIs(t, err, errFlaky)
 	assert.True(t, deadline.IsRetryable(err))
 	assert.Equal(t, base.Error(), err.Error())
-	for _, c := range []deadline.LimitCause{deadline.LimitNone, deadline.LimitQueueFull, deadline.LimitQueueTimeout, deadline.LimitOpen, deadline.LimitThrottled, 99} {
+	for _, c := range []deadline.LimitCause{deadline.LimitNone, deadline.LimitQueueFull, deadline.LimitQueueTimeout, deadline.LimitOpen, deadline.LimitThrottled, deadline.LimitStandingQueue, 99} {
 		assert.NotEmpty(t, c.String())
 	}
+	assert.Equal(t, "standing_queue", deadline.LimitStandingQueue.String())
+	assert.Equal(t, deadline.ReasonLimited, deadline.LimitStandingQueue.Reason())
 	assert.Equal(t, "limited", deadline.ReasonLimited.String())
 	assert.Equal(t, "downstream_open", deadline.ReasonOpen.String())
 	assert.Equal(t, "throttled", deadline.ReasonThrottled.String())
