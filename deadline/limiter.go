@@ -631,7 +631,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		if s := standingFrom; s.After(now) {
 			standingEnd = s
 		}
-		standingEnd = standingEnd.Add(standingWait(need))
+		standingEnd = standingEnd.Add(standingWait(max(need, time.Duration(l.meanNS.Load()))))
 		if timeout.IsZero() || standingEnd.Before(timeout) {
 			timeout = standingEnd
 		}
@@ -1026,24 +1026,28 @@ func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Durat
 // that has held waiting calls for [LIFOAfter] without a break) of a
 // limiter ordered by arrival ([WithArrivalOrder]: a server's admission
 // queue), in multiples of what it needs once started ([Limiter.Acquire]'s
-// need); then it is refused with [LimitStandingQueue], with the rest of its
-// budget for a retry elsewhere or for its caller. This is CoDel's target as
-// Facebook's servers apply it under adaptive LIFO ("Fail at Scale", ACM
-// Queue 2015: once the queue has not been empty for N ms, "the amount of
-// time spent in the queue is limited to M ms"; their M is 5 ms), sized by
-// the call rather than by a server-wide constant. Why a couple of service
-// times: at its limit a queue's slots free at limit ÷ service time, so
-// under overload the calls that arrived within the last service time or
-// two already fill every slot that frees; a call kept longer is served
-// only in a lull, after the whole queue, and such calls were the slowest
-// good calls: in the overload scenario (docs/benchmarks.md) the requests
-// that waited hundreds of milliseconds in the server's queue made a p99 of
-// 690–820 ms, against 150–190 ms for client limiters that refuse at once.
+// need) or of the limiter's mean latency if longer (an adaptive limit
+// learns it; a fixed one does not); then it is refused with
+// [LimitStandingQueue], with the rest of its budget for a retry elsewhere
+// or for its caller. This is CoDel's target as Facebook's servers apply it
+// under adaptive LIFO ("Fail at Scale", ACM Queue 2015: once the queue has
+// not been empty for N ms, "the amount of time spent in the queue is
+// limited to M ms"; their M is 5 ms), sized by the work rather than by a
+// server-wide constant. Why a couple of service times: at its limit a
+// queue's slots free at limit ÷ service time, so under overload the calls
+// that arrived within the last service time or two already fill every slot
+// that frees; a call kept longer is served only in a lull, after the whole
+// queue, and such calls were the slowest good calls: in the overload
+// scenario (docs/benchmarks.md) the requests that waited hundreds of
+// milliseconds in the server's queue made a p99 of 690–820 ms, against
+// 150–190 ms for client limiters that refuse at once. The mean latency
+// keeps a cheap route's calls from being refused after a few milliseconds
+// while the slots turn over at the pace of a costly one.
 //
 // A client's queue (ordered by its own deadlines) has no such bound: it
-// serves the call with the most budget left first, which is what a wait
-// under a standing queue costs its callers; measured, bounding its wait
-// the same way moved neither the p99 nor the goodput the right way.
+// serves the call with the most budget left first, and bounding its wait
+// the same way was measured and moved neither the p99 nor the goodput the
+// right way.
 const StandingWaitNeeds = 2
 
 // MinStandingWait is the least a call may wait in a standing queue, for a
