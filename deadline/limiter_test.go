@@ -775,3 +775,25 @@ func TestLimiterStandingWait(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterStandingWaitFollowsTheMeanLatency: with an adaptive limit
+// in arrival order (a server's), a cheap call in a standing queue waits
+// twice the limiter's mean latency when that is longer than its own need:
+// the slots turn over at the pace of the costly calls.
+func TestLimiterStandingWaitFollowsTheMeanLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(5), deadline.WithArrivalOrder())
+		p, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		p.Done(deadline.OutcomeSuccess) // the mean latency: 100 ms
+		holder, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		_, err = l.Acquire(t.Context(), "fast", time.Now().Add(time.Second), 2*time.Millisecond)
+		var le *deadline.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, deadline.LimitStandingQueue, le.Cause)
+		assert.Equal(t, deadline.LIFOAfter+deadline.StandingWaitNeeds*100*time.Millisecond, le.Waited)
+		holder.Done(deadline.OutcomeSuccess)
+	})
+}
