@@ -89,9 +89,10 @@ const (
 // # Standing queue
 //
 // In a queue ordered by arrival ([WithArrivalOrder]: a server's), once the
-// queue stands a call waits at most [StandingWaitNeeds] × its need (at
-// least [MinStandingWait]), counted from when the queue became standing or
-// from its arrival if later, and is then refused with
+// queue stands a call waits at most [StandingWaitNeeds] × its need or the
+// limiter's mean latency, whichever is longer (at least [MinStandingWait]),
+// counted from when the queue became standing or from its arrival if later,
+// and is then refused with
 // [LimitStandingQueue]: CoDel's bound under adaptive LIFO, as Facebook runs
 // it. A client's queue, ordered by its own deadlines, lets a call wait
 // while it can still finish.
@@ -214,7 +215,6 @@ type waiter struct {
 	ready      chan struct{} // closed when decided
 	end        time.Time     // the call's deadline
 	lastStart  time.Time     // it must start before this instant
-	arrived    time.Time     // when it joined the queue
 	key        time.Time     // the overloaded order's: the largest first
 	prev, next *waiter
 	// In the overloaded order's treap: the calls served before it (left)
@@ -579,7 +579,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		lastStart = end.Add(-need)
 	}
 	lifo := l.lifo(now)
-	w := &waiter{end: end, lastStart: lastStart, arrived: now, key: priority(end, need)}
+	w := &waiter{end: end, lastStart: lastStart, key: priority(end, need)}
 	if l.arrival {
 		w.key = l.origin // one key for all: the newest first
 	}
@@ -621,8 +621,9 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 
 	// It waits until it is given a slot or refused, its context ends, it
 	// can no longer start in time (lastStart), or, in a queue ordered by
-	// arrival, it has waited StandingWaitNeeds × need since the queue
-	// became standing, or since it came if that is later (see
+	// arrival, it has waited StandingWaitNeeds × max(need, the mean
+	// latency) since the queue became standing, or since it came if that
+	// is later (see
 	// [StandingWaitNeeds]). The queue stays standing while w waits in
 	// it: busySince moves only when the queue empties.
 	timeout, standingEnd := lastStart, time.Time{}
@@ -649,13 +650,13 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	}
 
 	l.mu.Lock()
-	cause := LimitQueueTimeout
-	if !standingEnd.IsZero() && !time.Now().Before(standingEnd) && (lastStart.IsZero() || time.Now().Before(lastStart)) {
-		cause = LimitStandingQueue
-	}
 	defer l.mu.Unlock()
 	t := time.Now()
 	waited := t.Sub(now)
+	cause := LimitQueueTimeout
+	if !standingEnd.IsZero() && !t.Before(standingEnd) && (lastStart.IsZero() || t.Before(lastStart)) {
+		cause = LimitStandingQueue // it could still have finished
+	}
 	if !w.decided {
 		l.remove(w)
 		l.fill(t) // the order may have changed
