@@ -30,18 +30,24 @@ const (
 	// downstream has been refusing many of the recent calls
 	// ([RetryBudget]'s [WithThrottle], [ErrThrottled]).
 	LimitThrottled
+	// LimitStandingQueue: the queue was standing (it had held waiting
+	// calls for [LIFOAfter] without a break) and the call waited in it as
+	// long as such a queue lets a call wait ([Limiter], "Standing queue"),
+	// with budget left: the downstream is at its limit ([ErrLimited]).
+	LimitStandingQueue
 )
 
 var limitCauseNames = [...]string{
-	LimitNone:         "none",
-	LimitQueueFull:    "queue_full",
-	LimitQueueTimeout: "queue_timeout",
-	LimitOpen:         "open",
-	LimitThrottled:    "throttled",
+	LimitNone:          "none",
+	LimitQueueFull:     "queue_full",
+	LimitQueueTimeout:  "queue_timeout",
+	LimitOpen:          "open",
+	LimitThrottled:     "throttled",
+	LimitStandingQueue: "standing_queue",
 }
 
 // String returns the stable name: "none", "queue_full", "queue_timeout",
-// "open" or "throttled".
+// "open", "throttled" or "standing_queue".
 func (c LimitCause) String() string {
 	if int(c) < len(limitCauseNames) {
 		return limitCauseNames[c]
@@ -54,7 +60,7 @@ func (c LimitCause) String() string {
 // LimitNone).
 func (c LimitCause) Reason() Reason {
 	switch c {
-	case LimitQueueFull, LimitQueueTimeout:
+	case LimitQueueFull, LimitQueueTimeout, LimitStandingQueue:
 		return ReasonLimited
 	case LimitOpen:
 		return ReasonOpen

@@ -339,9 +339,11 @@ func TestOverloadedMarks(t *testing.T) {
 	assert.ErrorIs(t, err, errFlaky)
 	assert.True(t, deadline.IsRetryable(err))
 	assert.Equal(t, base.Error(), err.Error())
-	for _, c := range []deadline.LimitCause{deadline.LimitNone, deadline.LimitQueueFull, deadline.LimitQueueTimeout, deadline.LimitOpen, deadline.LimitThrottled, 99} {
+	for _, c := range []deadline.LimitCause{deadline.LimitNone, deadline.LimitQueueFull, deadline.LimitQueueTimeout, deadline.LimitOpen, deadline.LimitThrottled, deadline.LimitStandingQueue, 99} {
 		assert.NotEmpty(t, c.String())
 	}
+	assert.Equal(t, "standing_queue", deadline.LimitStandingQueue.String())
+	assert.Equal(t, deadline.ReasonLimited, deadline.LimitStandingQueue.Reason())
 	assert.Equal(t, "limited", deadline.ReasonLimited.String())
 	assert.Equal(t, "downstream_open", deadline.ReasonOpen.String())
 	assert.Equal(t, "throttled", deadline.ReasonThrottled.String())
@@ -730,4 +732,68 @@ func TestPermitCopiesFreeOnce(t *testing.T) {
 	}
 	running, _ = al.Len()
 	assert.Zero(t, running)
+}
+
+// TestLimiterStandingWait checks CoDel's bound in a queue ordered by
+// arrival: once the queue has stood for LIFOAfter, a call waits at most
+// StandingWaitNeeds × its need and is refused with LimitStandingQueue,
+// its budget mostly left; a client's queue, ordered by its own deadlines,
+// lets it wait while it can still finish.
+func TestLimiterStandingWait(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		arrival bool
+		cause   deadline.LimitCause
+		waited  time.Duration
+	}{
+		{"arrival order: bounded", true, deadline.LimitStandingQueue, deadline.LIFOAfter + deadline.StandingWaitNeeds*20*time.Millisecond},
+		{"deadline order: until it cannot finish", false, deadline.LimitQueueTimeout, time.Second - 20*time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []deadline.LimiterOption{deadline.WithFixedLimit(1), deadline.WithBacklog(5)}
+				if tt.arrival {
+					opts = append(opts, deadline.WithArrivalOrder())
+				}
+				l := newLimiter(t, opts...)
+				holder, err := l.Acquire(t.Context(), "r", time.Time{}, 0)
+				require.NoError(t, err)
+				start := time.Now()
+				_, err = l.Acquire(t.Context(), "r", start.Add(time.Second), 20*time.Millisecond)
+				var le *deadline.LimitError
+				require.ErrorAs(t, err, &le)
+				assert.ErrorIs(t, err, deadline.ErrLimited)
+				assert.Equal(t, tt.cause, le.Cause)
+				assert.True(t, le.Queued)
+				assert.Equal(t, tt.waited, le.Waited)
+				assert.Equal(t, time.Since(start), le.Waited)
+				assert.Contains(t, err.Error(), tt.cause.String())
+				holder.Done(deadline.OutcomeSuccess)
+				_, waiting := l.Len()
+				assert.Zero(t, waiting)
+			})
+		})
+	}
+}
+
+// TestLimiterStandingWaitFollowsTheMeanLatency: with an adaptive limit
+// in arrival order (a server's), a cheap call in a standing queue waits
+// twice the limiter's mean latency when that is longer than its own need:
+// the slots turn over at the pace of the costly calls.
+func TestLimiterStandingWaitFollowsTheMeanLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(5), deadline.WithArrivalOrder())
+		p, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		p.Done(deadline.OutcomeSuccess) // the mean latency: 100 ms
+		holder, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		_, err = l.Acquire(t.Context(), "fast", time.Now().Add(time.Second), 2*time.Millisecond)
+		var le *deadline.LimitError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, deadline.LimitStandingQueue, le.Cause)
+		assert.Equal(t, deadline.LIFOAfter+deadline.StandingWaitNeeds*100*time.Millisecond, le.Waited)
+		holder.Done(deadline.OutcomeSuccess)
+	})
 }
