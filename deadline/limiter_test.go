@@ -130,9 +130,11 @@ func TestOverloadedMarks(t *testing.T) {
 	assert.ErrorIs(t, err, errFlaky)
 	assert.True(t, deadline.IsRetryable(err))
 	assert.Equal(t, base.Error(), err.Error())
-	for _, c := range []overload.Cause{overload.CauseNone, overload.CauseQueueFull, overload.CauseQueueTimeout, overload.CauseOpen, overload.CauseThrottled, 99} {
+	for _, c := range []overload.Cause{overload.CauseNone, overload.CauseQueueFull, overload.CauseQueueTimeout, overload.CauseOpen, overload.CauseThrottled, overload.CauseStandingQueue, 99} {
 		assert.NotEmpty(t, c.String())
 	}
+	assert.Equal(t, "standing_queue", overload.CauseStandingQueue.String())
+	assert.Equal(t, deadline.ErrLimited, overload.CauseStandingQueue.Sentinel())
 	assert.Equal(t, "limited", deadline.ReasonLimited.String())
 	assert.Equal(t, "downstream_open", deadline.ReasonOpen.String())
 	assert.Equal(t, "throttled", deadline.ReasonThrottled.String())

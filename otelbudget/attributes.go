@@ -124,7 +124,7 @@ const (
 // limit when it decided and the call's place in the queue.
 const (
 	// AttrLimitCause is the refusal's cause ([overload.Cause]):
-	// "queue_full", "queue_timeout", "open" or "throttled".
+	// "queue_full", "queue_timeout", "standing_queue", "open" or "throttled".
 	AttrLimitCause = attribute.Key("deadline.limit.cause")
 	// AttrLimitLimit is the limiter's limit when it refused (not set for
 	// throttling).

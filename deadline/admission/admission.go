@@ -80,7 +80,9 @@ const (
 	// starting.
 	RefusalQueueTimeout
 	// RefusalQueueFull: the admission queue held as many waiting calls as
-	// it may ([NewQueue]): the server is overloaded, whatever the
+	// it may, or the call waited in a standing queue as long as such a
+	// queue lets a call wait ([overload.StandingWaitNeeds] × its need,
+	// with budget left: [NewQueue]): the server is overloaded, whatever the
 	// budget. Unlike the others it says nothing about the budget: a
 	// transport answers it as overload (HTTP 503, gRPC RESOURCE_EXHAUSTED),
 	// without the refusal marker.

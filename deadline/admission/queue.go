@@ -60,6 +60,20 @@ const LIFOAfter = overload.LIFOAfter
 // to the maximum. (A client's [overload.Limiter] orders its own calls by
 // their deadlines, which are its own.)
 //
+// # A standing queue bounds the wait
+//
+// Under a standing queue a call waits at most [overload.StandingWaitNeeds]
+// × what its route needs (at least [overload.MinStandingWait]), counted
+// from when the queue became standing or from its arrival if later; then it
+// is refused as overload ([RefusalQueueFull]: HTTP 503, gRPC
+// RESOURCE_EXHAUSTED), with the rest of its budget left for a retry
+// elsewhere: CoDel's bound as Facebook applies it with adaptive LIFO. Its
+// own deadline alone let a call with a 1 s budget wait 900 ms, served only
+// in a lull, and such calls made the slowest good answers (a p99 of
+// 690–820 ms in docs/benchmarks.md's overload scenario; bounded, 135–150
+// ms). A queue that empties within [LIFOAfter] keeps FIFO, each call
+// waiting while it can still finish.
+//
 // When the backlog is full, a FIFO queue refuses the new call; a LIFO queue
 // admits it and refuses its oldest waiting call instead, the one it would
 // serve last.
@@ -87,8 +101,8 @@ func NewQueue(limit, backlog int) (*overload.Limiter, error) {
 // acquire takes a slot in l for a call that must end by end and needs need
 // once started, waiting only while it can (see [overload.Limiter]): whether
 // it waited, how long, the permit, and RefusalNone or the refusal
-// ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker is
-// answered as full: overload).
+// ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker and
+// its standing-queue bound are answered as full: overload).
 func acquire(ctx context.Context, l *overload.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, overload.Permit, Refusal) {
 	if p, ok := l.TryAcquire(route); ok {
 		return false, 0, p, RefusalNone

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // queued returns an Admitter with a queue of limit slots and backlog
@@ -62,7 +63,11 @@ func TestQueueLimitsConcurrency(t *testing.T) {
 			wg.Go(func() {
 				time.Sleep(time.Duration(i) * time.Millisecond)
 				a, tk := g.Admit(t.Context(), "r", budget(time.Second), deadline.Deadline{})
-				if !assert.False(t, a.Refused(), "refused %s", a.Refusal) {
+				if a.Refused() {
+					// The queue stands from 100 ms on: a call that waited
+					// there StandingWaitNeeds × the floor is refused as
+					// overload.
+					assert.Equal(t, admission.RefusalQueueFull, a.Refusal)
 					return
 				}
 				n := running.Add(1)
@@ -102,19 +107,22 @@ func TestQueueWaitsForASlot(t *testing.T) {
 // once it is.
 func TestQueueLeavesWhenItCannotFinish(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		st    *serviceTimes
-		leave time.Duration
+		name   string
+		st     *serviceTimes
+		budget time.Duration
+		leave  time.Duration
 	}{
-		{"nothing learned: at the deadline less the floor", nil, 290 * time.Millisecond},
-		{"learned: at the deadline less the service time", learned("r", 90), 200 * time.Millisecond},
+		// Both leave before the queue has stood for StandingWaitNeeds ×
+		// their need (at 120 ms and 280 ms).
+		{"nothing learned: at the deadline less the floor", nil, 105 * time.Millisecond, 95 * time.Millisecond},
+		{"learned: at the deadline less the service time", learned("r", 90), 300 * time.Millisecond, 200 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				g := queued(t, 1, 10, tt.st)
 				var wg sync.WaitGroup
 				holder := arrive(t.Context(), g, &wg, time.Second)
-				waiter := arrive(t.Context(), g, &wg, 300*time.Millisecond)
+				waiter := arrive(t.Context(), g, &wg, tt.budget)
 				wg.Wait()
 				assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
 				assert.InDelta(t, float64(tt.leave), float64(waiter.at), float64(2*time.Millisecond), "left at %v", waiter.at)
@@ -224,6 +232,57 @@ func TestQueueOrder(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestQueueStandingWait checks CoDel's bound on a standing queue: a call
+// that has waited StandingWaitNeeds × its need since the queue became
+// standing is refused as overload, with most of its budget left, while a
+// queue that drains within LIFOAfter serves its calls in arrival order
+// whatever they waited.
+func TestQueueStandingWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := queued(t, 1, 10, nil) // need: the 10 ms floor
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		early := arrive(t.Context(), g, &wg, time.Second)
+		time.Sleep(admission.LIFOAfter + 5*time.Millisecond)
+		late := arrive(t.Context(), g, &wg, time.Second) // comes into a standing queue
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		_, waiting := g.Limiter().Len()
+		assert.Equal(t, 2, waiting, "early still waits: the queue has stood for 6 ms of its 20")
+		wg.Wait()
+		// early: the queue stood from 100 ms, so it leaves at 120 ms;
+		// late: it came at 105 ms, so it leaves at 125 ms.
+		assert.Equal(t, admission.RefusalQueueFull, early.a.Refusal)
+		assert.Equal(t, admission.LIFOAfter+overload.StandingWaitNeeds*10*time.Millisecond, early.a.QueueWait)
+		assert.Equal(t, admission.RefusalQueueFull, late.a.Refusal)
+		assert.Equal(t, overload.StandingWaitNeeds*10*time.Millisecond, late.a.QueueWait)
+		holder.tk.Done(t.Context(), true)
+		running, waiting := g.Limiter().Len()
+		assert.Zero(t, running+waiting)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// Drained within LIFOAfter: FIFO, nobody refused, however long
+		// against its need each waited.
+		g := queued(t, 1, 10, nil)
+		var wg sync.WaitGroup
+		holder := arrive(t.Context(), g, &wg, time.Second)
+		var ws []*outcome
+		for range 3 {
+			ws = append(ws, arrive(t.Context(), g, &wg, time.Second))
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+		holder.tk.Done(t.Context(), true)
+		for i, w := range ws {
+			synctest.Wait()
+			require.False(t, w.a.Refused(), "waiter %d", i)
+			assert.Equal(t, 80*time.Millisecond-time.Duration(i)*10*time.Millisecond, w.a.QueueWait, "waiter %d: served in arrival order", i)
+			w.tk.Done(t.Context(), true)
+		}
+		wg.Wait()
+	})
 }
 
 // TestQueueFullLIFOEvictsTheOldest checks that a standing queue that is

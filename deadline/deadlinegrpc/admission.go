@@ -84,7 +84,8 @@ const (
 	// until what was left of its budget could no longer cover what the
 	// method needs, or it ended.
 	RefusalQueueTimeout = admission.RefusalQueueTimeout
-	// RefusalQueueFull: the admission queue's backlog was full: answered
+	// RefusalQueueFull: the admission queue's backlog was full, or the RPC
+	// waited in a standing queue as long as it may: answered
 	// RESOURCE_EXHAUSTED, without [RefusedTrailer].
 	RefusalQueueFull = admission.RefusalQueueFull
 )

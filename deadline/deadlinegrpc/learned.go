@@ -35,9 +35,10 @@ func WithLearnedAdmission(l admission.Learned) ServerOption {
 // [RefusedTrailer] "reason=queue_timeout", without the handler running, as
 // soon as what is left of its budget could no longer cover what its method
 // needs (the learned service time of [WithLearnedAdmission], else the
-// floor), or when it ends. An RPC that finds the backlog full is answered
-// RESOURCE_EXHAUSTED without the trailer: overload, not a budget too
-// small. Streams are not queued. limit <= 0 or backlog < 0 makes NewServer
+// floor), or when it ends. An RPC that finds the backlog full, or that
+// waited in a standing queue as long as [admission.NewQueue] lets it (twice
+// its need), is answered RESOURCE_EXHAUSTED without the trailer: overload,
+// not a budget too small. Streams are not queued. limit <= 0 or backlog < 0 makes NewServer
 // return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) {

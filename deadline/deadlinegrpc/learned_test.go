@@ -122,7 +122,9 @@ func TestServerAdmissionQueue(t *testing.T) {
 		var wgWaiter sync.WaitGroup
 		start := time.Now()
 		wgWaiter.Go(func() {
-			waiterTrailer, waiterErr = invoke(t, v, mGet, 300*time.Millisecond)
+			// It leaves before the queue has stood for LIFOAfter, after
+			// which it would wait at most 2 × the floor.
+			waiterTrailer, waiterErr = invoke(t, v, mGet, 105*time.Millisecond)
 			waited = time.Since(start)
 		})
 		synctest.Wait()
@@ -133,8 +135,8 @@ func TestServerAdmissionQueue(t *testing.T) {
 
 		wgWaiter.Wait()
 		assert.Equal(t, codes.DeadlineExceeded, status.Code(waiterErr))
-		assert.Equal(t, []string{"budget-ms=300, floor-ms=10, reason=queue_timeout"}, waiterTrailer.Get(deadlinegrpc.RefusedTrailer))
-		assert.Equal(t, 290*time.Millisecond, waited, "it left when only the floor was left")
+		assert.Equal(t, []string{"budget-ms=105, floor-ms=10, reason=queue_timeout"}, waiterTrailer.Get(deadlinegrpc.RefusedTrailer))
+		assert.Equal(t, 95*time.Millisecond, waited, "it left when only the floor was left")
 		assert.Equal(t, 1, e.count(mGet))
 
 		close(release)

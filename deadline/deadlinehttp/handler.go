@@ -208,8 +208,9 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 // longer cover what its route needs (the learned service time of
 // [WithLearnedAdmission], else the floor), and left without an answer worth
 // reading when its request ends (the client gone). A request that finds
-// the backlog full is answered 503 Service Unavailable, without
-// [RefusedHeader]: overload, not a budget too small. limit <= 0 or
+// the backlog full, or that waited in a standing queue as long as
+// [admission.NewQueue] lets it (twice its need), is answered 503 Service
+// Unavailable, without [RefusedHeader]: overload, not a budget too small. limit <= 0 or
 // backlog < 0 makes NewHandler return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {

@@ -146,7 +146,9 @@ func TestHandlerAdmissionQueue(t *testing.T) {
 		var waited time.Duration
 		var wgWaiter sync.WaitGroup
 		wgWaiter.Go(func() {
-			waiter = getBudget(h, "/", 300)
+			// It leaves before the queue has stood for LIFOAfter, after
+			// which it would wait at most 2 × the floor.
+			waiter = getBudget(h, "/", 105)
 			waited = time.Since(start)
 		})
 		synctest.Wait()
@@ -157,8 +159,8 @@ func TestHandlerAdmissionQueue(t *testing.T) {
 
 		wgWaiter.Wait()
 		assert.Equal(t, http.StatusGatewayTimeout, waiter.Code)
-		assert.Equal(t, "budget-ms=300, floor-ms=10, reason=queue_timeout", waiter.Header().Get(deadlinehttp.RefusedHeader))
-		assert.Equal(t, 290*time.Millisecond, waited, "it left when only the floor was left")
+		assert.Equal(t, "budget-ms=105, floor-ms=10, reason=queue_timeout", waiter.Header().Get(deadlinehttp.RefusedHeader))
+		assert.Equal(t, 95*time.Millisecond, waited, "it left when only the floor was left")
 		assert.Equal(t, int32(1), calls.Load())
 
 		close(release)

@@ -122,7 +122,7 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		var holder, waiter *httptest.ResponseRecorder
 		wg.Go(func() { holder = getBudget(h, "/", 1000) })
 		synctest.Wait()
-		wg.Go(func() { waiter = getBudget(h, "/", 300) })
+		wg.Go(func() { waiter = getBudget(h, "/", 105) }) // leaves before the queue stands
 		synctest.Wait()
 		full := getBudget(h, "/", 1000)
 		assert.Equal(t, http.StatusServiceUnavailable, full.Code)
@@ -130,7 +130,7 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		close(release)
 		wg.Wait()
 		assert.Equal(t, http.StatusGatewayTimeout, waiter.Code)
-		assert.Equal(t, "budget-ms=300, floor-ms=10, reason=queue_timeout", waiter.Header().Get(deadlinehttp.RefusedHeader))
+		assert.Equal(t, "budget-ms=105, floor-ms=10, reason=queue_timeout", waiter.Header().Get(deadlinehttp.RefusedHeader))
 		assert.Equal(t, http.StatusOK, holder.Code)
 		assert.Equal(t, http.StatusOK, getBudget(h, "/", 1000).Code, "the slot was freed")
 
@@ -164,7 +164,9 @@ func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
 				order = append(order, id)
 				mu.Unlock()
 				time.Sleep(5 * time.Millisecond)
-			}), opt(), deadlinehttp.WithMaxBudget(3*time.Second), deadlinehttp.WithFloor(time.Millisecond))
+				// A floor of 50 ms: in the standing queue each waits at most
+				// twice that from when it stood, longer than this test's.
+			}), opt(), deadlinehttp.WithMaxBudget(3*time.Second), deadlinehttp.WithFloor(50*time.Millisecond))
 			require.NoError(t, err)
 			var wg sync.WaitGroup
 			send := func(id, header string) {

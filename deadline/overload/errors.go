@@ -18,9 +18,10 @@ import (
 //
 // [Do]: https://pkg.go.dev/github.com/deadlinebudget/budget/deadline#Do
 var (
-	// ErrLimited: a [Limiter] refused the call: its queue full, or the
-	// call unable to finish from its place in it ([CauseQueueFull],
-	// [CauseQueueTimeout]). Its ErrorType is "limited".
+	// ErrLimited: a [Limiter] refused the call: its queue full, the call
+	// unable to finish from its place in it, or its wait in a standing
+	// queue over ([CauseQueueFull], [CauseQueueTimeout],
+	// [CauseStandingQueue]). Its ErrorType is "limited".
 	ErrLimited error = &sentinel{"deadline: limited: the downstream is at its concurrency limit", "limited"}
 	// ErrDownstreamOpen: a [Breaker] is open, or half-open with no probe
 	// the call's budget could afford ([CauseOpen]). Its ErrorType is
@@ -59,18 +60,24 @@ const (
 	// downstream has been refusing many of the recent calls ([Throttle],
 	// [ErrThrottled]).
 	CauseThrottled
+	// CauseStandingQueue: the queue was standing (it had held waiting
+	// calls for [LIFOAfter] without a break) and the call waited in it as
+	// long as such a queue lets a call wait ([Limiter], "Standing queue"),
+	// with budget left: the downstream is at its limit ([ErrLimited]).
+	CauseStandingQueue
 )
 
 var causeNames = [...]string{
-	CauseNone:         "none",
-	CauseQueueFull:    "queue_full",
-	CauseQueueTimeout: "queue_timeout",
-	CauseOpen:         "open",
-	CauseThrottled:    "throttled",
+	CauseNone:          "none",
+	CauseQueueFull:     "queue_full",
+	CauseQueueTimeout:  "queue_timeout",
+	CauseOpen:          "open",
+	CauseThrottled:     "throttled",
+	CauseStandingQueue: "standing_queue",
 }
 
 // String returns the stable name: "none", "queue_full", "queue_timeout",
-// "open" or "throttled" ("unknown" for any other value).
+// "open", "throttled" or "standing_queue" ("unknown" for any other value).
 func (c Cause) String() string {
 	if int(c) < len(causeNames) {
 		return causeNames[c]
@@ -82,7 +89,7 @@ func (c Cause) String() string {
 // [ErrDownstreamOpen] or [ErrThrottled]; nil for CauseNone.
 func (c Cause) Sentinel() error {
 	switch c {
-	case CauseQueueFull, CauseQueueTimeout:
+	case CauseQueueFull, CauseQueueTimeout, CauseStandingQueue:
 		return ErrLimited
 	case CauseOpen:
 		return ErrDownstreamOpen

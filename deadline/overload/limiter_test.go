@@ -589,3 +589,67 @@ func TestBreakerTransitionsObservable(t *testing.T) {
 		}, got)
 	})
 }
+
+// TestLimiterStandingWait checks CoDel's bound in a queue ordered by
+// arrival: once the queue has stood for LIFOAfter, a call waits at most
+// StandingWaitNeeds × its need and is refused with CauseStandingQueue,
+// its budget mostly left; a client's queue, ordered by its own deadlines,
+// lets it wait while it can still finish.
+func TestLimiterStandingWait(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		arrival bool
+		cause   Cause
+		waited  time.Duration
+	}{
+		{"arrival order: bounded", true, CauseStandingQueue, LIFOAfter + StandingWaitNeeds*20*time.Millisecond},
+		{"deadline order: until it cannot finish", false, CauseQueueTimeout, time.Second - 20*time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []Option{WithFixedLimit(1), WithBacklog(5)}
+				if tt.arrival {
+					opts = append(opts, WithArrivalOrder())
+				}
+				l := newLimiter(t, opts...)
+				holder, err := l.Acquire(t.Context(), "r", time.Time{}, 0)
+				require.NoError(t, err)
+				start := time.Now()
+				_, err = l.Acquire(t.Context(), "r", start.Add(time.Second), 20*time.Millisecond)
+				var le *RefusedError
+				require.ErrorAs(t, err, &le)
+				assert.ErrorIs(t, err, ErrLimited)
+				assert.Equal(t, tt.cause, le.Cause)
+				assert.True(t, le.Queued)
+				assert.Equal(t, tt.waited, le.Waited)
+				assert.Equal(t, time.Since(start), le.Waited)
+				assert.Contains(t, err.Error(), tt.cause.String())
+				holder.Done(OutcomeSuccess)
+				_, waiting := l.Len()
+				assert.Zero(t, waiting)
+			})
+		})
+	}
+}
+
+// TestLimiterStandingWaitFollowsTheMeanLatency: with an adaptive limit
+// in arrival order (a server's), a cheap call in a standing queue waits
+// twice the limiter's mean latency when that is longer than its own need:
+// the slots turn over at the pace of the costly calls.
+func TestLimiterStandingWaitFollowsTheMeanLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, WithLimitRange(1, 1, 1), WithBacklog(5), WithArrivalOrder())
+		p, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		p.Done(OutcomeSuccess) // the mean latency: 100 ms
+		holder, err := l.Acquire(t.Context(), "slow", time.Time{}, 0)
+		require.NoError(t, err)
+		_, err = l.Acquire(t.Context(), "fast", time.Now().Add(time.Second), 2*time.Millisecond)
+		var le *RefusedError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, CauseStandingQueue, le.Cause)
+		assert.Equal(t, LIFOAfter+StandingWaitNeeds*100*time.Millisecond, le.Waited)
+		holder.Done(OutcomeSuccess)
+	})
+}
