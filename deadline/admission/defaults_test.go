@@ -1,0 +1,197 @@
+package admission_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/admission"
+)
+
+// contended is a server whose handlers share a bounded resource: workers
+// slots taken in arrival order (a database pool, a CPU), each call holding
+// one for service. A handler waits for its slot while its context lasts,
+// and, once it has one, finishes its work whatever happens to its caller.
+type contended struct {
+	g       *admission.Admitter
+	slots   chan struct{}
+	service time.Duration
+
+	good, refused, cut atomic.Int64
+}
+
+// serve is one request with budget b, from arrival to its answer.
+func (s *contended) serve(ctx context.Context, b time.Duration) {
+	a, tk := s.g.Admit(ctx, "r", budget(b), deadline.Deadline{})
+	if a.Refused() {
+		s.refused.Add(1)
+		return
+	}
+	hctx, cancel := a.Deadline.Scope(ctx)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-hctx.Done():
+		tk.Done(hctx, true)
+		s.cut.Add(1)
+		return
+	}
+	time.Sleep(s.service)
+	<-s.slots
+	tk.Done(hctx, true)
+	if hctx.Err() != nil {
+		s.cut.Add(1)
+		return
+	}
+	s.good.Add(1)
+}
+
+// load is one run of [contended]: workers × service, requests arriving
+// at load × capacity (Poisson) for dur, each with a budget drawn uniformly
+// from [lo, hi].
+type load struct {
+	workers  int
+	service  time.Duration
+	load     float64
+	dur      time.Duration
+	lo, hi   time.Duration
+	seed     uint64
+	newAdmit func() (*admission.Admitter, *deadline.Limiter, error)
+}
+
+// result is what a run of [load] served: goodput (answers in time) as a
+// share of capacity, and the refusals as a share of the requests.
+type result struct {
+	goodput, refused, cut  float64
+	requests               int64
+	peakLimit, peakWaiting int
+}
+
+func (l load) run(t *testing.T) result {
+	var r result
+	synctest.Test(t, func(t *testing.T) {
+		g, lim, err := l.newAdmit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &contended{g: g, slots: make(chan struct{}, l.workers), service: l.service}
+		capacity := float64(l.workers) / l.service.Seconds()
+		rate := l.load * capacity
+		rng := rand.New(rand.NewPCG(l.seed, 7))
+		// A sampler of the limit and the queue, every 10 ms.
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+				_, w := lim.Len()
+				r.peakLimit, r.peakWaiting = max(r.peakLimit, lim.Limit()), max(r.peakWaiting, w)
+			}
+		})
+		end := time.Now().Add(l.dur)
+		var calls sync.WaitGroup
+		for time.Now().Before(end) {
+			b := l.lo + time.Duration(rng.Int64N(int64(l.hi-l.lo)+1))
+			calls.Go(func() { s.serve(t.Context(), b) })
+			r.requests++
+			time.Sleep(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		}
+		calls.Wait()
+		close(stop)
+		wg.Wait()
+		r.goodput = float64(s.good.Load()) / (capacity * l.dur.Seconds())
+		r.refused = float64(s.refused.Load()) / float64(r.requests)
+		r.cut = float64(s.cut.Load()) / float64(r.requests)
+	})
+	return r
+}
+
+func adaptive(opts ...deadline.LimiterOption) func() (*admission.Admitter, *deadline.Limiter, error) {
+	return func() (*admission.Admitter, *deadline.Limiter, error) {
+		l, err := deadline.NewLimiter(append([]deadline.LimiterOption{deadline.WithArrivalOrder()}, opts...)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: l})
+		return g, l, err
+	}
+}
+
+// TestDefaultQueue: [admission.DefaultQueue] in front of handlers that
+// share GOMAXPROCS workers (bound by the CPU) refuses and serves what a
+// queue of as many slots with a backlog of 1 000 does, within half a point,
+// below capacity and at 2×: its backlog is not what refuses. (With 10
+// workers, a backlog of 0 or 1 refuses 12.8 % and 8.8 % of the calls at
+// 0.8× where 1 000 refuses 0.5 %.)
+func TestDefaultQueue(t *testing.T) {
+	workers := runtime.GOMAXPROCS(0)
+	q := admission.DefaultQueue()
+	require.Equal(t, workers, q.Limit())
+	require.Equal(t, admission.DefaultBacklogPerSlot*workers, q.Backlog())
+	withQueue := func(q func() *admission.Queue) func() (*admission.Admitter, *deadline.Limiter, error) {
+		return func() (*admission.Admitter, *deadline.Limiter, error) {
+			q := q()
+			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q})
+			return g, q.Limiter(), err
+		}
+	}
+	unbounded := func() *admission.Queue {
+		q, err := admission.NewQueue(workers, 1000)
+		require.NoError(t, err)
+		return q
+	}
+	for _, x := range []float64{0.8, 2} {
+		run := func(q func() *admission.Queue) result {
+			return load{workers: workers, service: 20 * time.Millisecond, load: x, dur: 30 * time.Second,
+				lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: withQueue(q)}.run(t)
+		}
+		d, u := run(admission.DefaultQueue), run(unbounded)
+		t.Logf("%.1f× load, %d workers: DefaultQueue goodput %.1f %% of capacity, %.1f %% refused; backlog 1 000: %.1f %%, %.1f %%",
+			x, workers, 100*d.goodput, 100*d.refused, 100*u.goodput, 100*u.refused)
+		assert.InDelta(t, u.refused, d.refused, 0.005, "%.1f×: refused", x)
+		assert.InDelta(t, u.goodput, d.goodput, 0.005, "%.1f×: goodput", x)
+	}
+}
+
+// TestAdaptiveAdmissionDefaults: a server's adaptive admission with every
+// default ([deadline.NewLimiter] with [deadline.WithArrivalOrder] only, its
+// maximum [deadline.DefaultMaxLimit]) in front of handlers sharing 10
+// workers keeps up with a fixed queue of exactly those 10 slots: at 2× and
+// 5× it serves ≥ 95 % of capacity (99.8 and 100 %), and below capacity it
+// refuses nothing. Overloaded, its limit stays near the workers (peaks of
+// 23 and 28 at 2× and 5×, far from the maximum of 1 000): the maximum does
+// not let work pile up in the handlers. (Below capacity it climbs higher,
+// to 46 at 0.8×, refusing nothing: what runs then does not queue.)
+func TestAdaptiveAdmissionDefaults(t *testing.T) {
+	for _, c := range []struct {
+		load      float64
+		minGood   float64
+		maxRefuse float64
+	}{
+		{0.8, 0.78, 0},
+		{2, 0.95, 0.55},
+		{5, 0.95, 0.85},
+	} {
+		r := load{workers: 10, service: 20 * time.Millisecond, load: c.load, dur: 30 * time.Second,
+			lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: adaptive()}.run(t)
+		t.Logf("%.1f× load: goodput %.1f %% of capacity, %.1f %% refused, peak limit %d", c.load, 100*r.goodput, 100*r.refused, r.peakLimit)
+		assert.GreaterOrEqual(t, r.goodput, c.minGood, "%.1f×", c.load)
+		assert.LessOrEqual(t, r.refused, c.maxRefuse, "%.1f×", c.load)
+		if c.load > 1 {
+			assert.Less(t, r.peakLimit, 4*10, "%.1f×: the limit piles work up in the handlers", c.load)
+		}
+	}
+}
