@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"flag"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -220,4 +221,55 @@ func TestAdaptiveAdmissionDefaultsIOBound(t *testing.T) {
 	assert.LessOrEqual(t, r.refused, 0.10)
 	assert.Zero(t, r.refusedWarm, "refused after the limit's climb")
 	assert.Greater(t, r.peakLimit, 400)
+}
+
+var figures = flag.Bool("admission.figures", false, "TestDefaultsFigures: print the tables the defaults' doc comments quote (about 15 s)")
+
+// TestDefaultsFigures prints the measurements behind [admission.DefaultBacklogPerSlot]
+// and [deadline.DefaultMaxLimit]: go test -run TestDefaultsFigures -v -admission.figures ./deadline/admission.
+func TestDefaultsFigures(t *testing.T) {
+	if !*figures {
+		t.Skip("run with -admission.figures")
+	}
+	fixed := func(limit, backlog int) func() (*admission.Admitter, *deadline.Limiter, error) {
+		return func() (*admission.Admitter, *deadline.Limiter, error) {
+			q, err := admission.NewQueue(limit, backlog)
+			if err != nil {
+				return nil, nil, err
+			}
+			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q})
+			return g, q.Limiter(), err
+		}
+	}
+	type row struct {
+		name     string
+		newAdmit func() (*admission.Admitter, *deadline.Limiter, error)
+	}
+	for _, x := range []float64{0.8, 0.95, 1, 2, 5} {
+		for _, c := range []row{
+			{"adaptive, defaults", adaptive()},
+			{"NewQueue(10, 0)", fixed(10, 0)},
+			{"NewQueue(10, 1)", fixed(10, 1)},
+			{"NewQueue(10, 5)", fixed(10, 5)},
+			{"NewQueue(10, 10)", fixed(10, 10)},
+			{"NewQueue(10, 20)", fixed(10, 20)},
+			{"NewQueue(10, 1000)", fixed(10, 1000)},
+		} {
+			r := load{workers: 10, service: 20 * time.Millisecond, load: x, dur: 60 * time.Second,
+				lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: c.newAdmit}.run(t)
+			t.Logf("10 workers × 20 ms, %4.2f×, %-20s goodput %5.1f %%, refused %5.1f %%, peak limit %3d, peak waiting %3d",
+				x, c.name, 100*r.goodput, 100*r.refused, r.peakLimit, r.peakWaiting)
+		}
+	}
+	for _, c := range []row{
+		{"adaptive, defaults", adaptive()},
+		{"adaptive, max 256", adaptive(deadline.WithLimitRange(1, 20, 256))},
+		{"adaptive, max 64", adaptive(deadline.WithLimitRange(1, 20, 64))},
+		{"adaptive, max 16", adaptive(deadline.WithLimitRange(1, 16, 16))},
+	} {
+		r := load{workers: 400, service: 200 * time.Millisecond, load: 0.8, dur: 60 * time.Second,
+			lo: 300 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: c.newAdmit}.run(t)
+		t.Logf("400 workers × 200 ms, 0.80×, %-20s goodput %5.1f %%, refused %5.1f %% (%d after 10 s), peak limit %3d",
+			c.name, 100*r.goodput, 100*r.refused, r.refusedWarm, r.peakLimit)
+	}
 }

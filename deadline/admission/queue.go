@@ -113,11 +113,12 @@ func NewQueue(limit, backlog int) (*Queue, error) {
 // finish) and, under a standing queue, by [deadline.StandingWaitNeeds] ×
 // its need. So a backlog larger than needed costs only the waiting calls'
 // memory, one too small refuses calls a passing burst would have served.
-// Measured in virtual time (handlers sharing 10 workers of 20 ms, Poisson
-// arrivals, budgets 100 ms to 1 s, a queue of 10 slots, 60 s): at 0.8× of
-// capacity a backlog of 0, 1, 5, 10, 20 and 1 000 refuses 12.8, 8.8, 1.8,
-// 0.6, 0.5 and 0.5 % of the calls; at 2×, goodput is 92.5, 97.7, 99.9,
-// 100, 100, 100 % of capacity. Two per slot is where more stops helping.
+// Measured in virtual time (TestDefaultsFigures: handlers sharing 10
+// workers of 20 ms, Poisson arrivals, budgets 100 ms to 1 s, a queue of 10
+// slots, 60 s): at 0.8× of capacity a backlog of 0, 1, 5, 10, 20 and 1 000
+// refuses 12.8, 8.8, 1.8, 0.6, 0.5 and 0.5 % of the calls; at 2×, goodput
+// is 92.5, 97.7, 99.9, 100, 100, 100 % of capacity. Two per slot is where
+// more stops helping.
 const DefaultBacklogPerSlot = 2
 
 // DefaultQueue returns a queue for handlers bound by the CPU:
