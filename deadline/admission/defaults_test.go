@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,10 +31,14 @@ type contended struct {
 	warm time.Time // refusals from then on are counted apart
 
 	good, refused, refusedWarm, cut atomic.Int64
+
+	mu  sync.Mutex
+	lat []time.Duration // the good calls' latencies
 }
 
 // serve is one request with budget b, from arrival to its answer.
 func (s *contended) serve(ctx context.Context, b time.Duration) {
+	start := time.Now()
 	a, tk := s.g.Admit(ctx, "r", budget(b), deadline.Deadline{})
 	if a.Refused() {
 		s.refused.Add(1)
@@ -59,6 +64,9 @@ func (s *contended) serve(ctx context.Context, b time.Duration) {
 		return
 	}
 	s.good.Add(1)
+	s.mu.Lock()
+	s.lat = append(s.lat, time.Since(start))
+	s.mu.Unlock()
 }
 
 // load is one run of [contended]: workers × service, requests arriving
@@ -77,11 +85,13 @@ type load struct {
 // result is what a run of [load] served: goodput (answers in time) as a
 // share of capacity, and the refusals as a share of the requests, in all and
 // after the first 10 s (once an adaptive limit has climbed from its start);
-// the peaks of the limit and of the waiting calls, sampled every 10 ms.
+// the 99th percentile latency of the good calls; the peaks of the limit and
+// of the waiting calls, sampled every 10 ms.
 type result struct {
 	goodput, refused, cut  float64
 	refusedWarm            int64
 	requests               int64
+	p99                    time.Duration // of the good calls' latencies
 	peakLimit, peakWaiting int
 }
 
@@ -125,6 +135,10 @@ func (l load) run(t *testing.T) result {
 		r.refused = float64(s.refused.Load()) / float64(r.requests)
 		r.cut = float64(s.cut.Load()) / float64(r.requests)
 		r.refusedWarm = s.refusedWarm.Load()
+		if len(s.lat) > 0 {
+			slices.Sort(s.lat)
+			r.p99 = s.lat[len(s.lat)*99/100]
+		}
 	})
 	return r
 }
@@ -180,11 +194,13 @@ func TestDefaultQueue(t *testing.T) {
 // default ([deadline.NewLimiter] with [deadline.WithArrivalOrder] only, its
 // maximum [deadline.DefaultMaxLimit]) in front of handlers sharing 10
 // workers keeps up with a fixed queue of exactly those 10 slots: at 2× and
-// 5× it serves ≥ 95 % of capacity (99.8 and 100 %), and below capacity it
+// 5× it serves ≥ 95 % of capacity (99.8–100 %), and below capacity it
 // refuses nothing. Overloaded, its limit stays near the workers (peaks of
-// 22 and 28 at 2× and 5×, far from the maximum of 1 000): the maximum does
-// not let work pile up in the handlers. (Below capacity it climbs higher,
-// to 46 at 0.8×, refusing nothing: what runs then does not queue.)
+// 22 and 28 at 2× and 5×, far from the maximum of 1 000) and the good
+// calls' p99 at 60–66 ms: the maximum does not let work pile up in the
+// handlers. (Below capacity it climbs higher, to 46 at 0.8×, refusing
+// nothing: what runs then does not queue.) On issue 38's main (ca687b3)
+// the same run piled up: peaks of 393 and 198, p99 556 and 416 ms.
 func TestAdaptiveAdmissionDefaults(t *testing.T) {
 	for _, c := range []struct {
 		load      float64
@@ -197,12 +213,13 @@ func TestAdaptiveAdmissionDefaults(t *testing.T) {
 	} {
 		r := load{workers: 10, service: 20 * time.Millisecond, load: c.load, dur: 60 * time.Second,
 			lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: adaptive()}.run(t)
-		t.Logf("%.1f× load: goodput %.1f %% of capacity, %.1f %% refused (%d after 10 s), peak limit %d",
-			c.load, 100*r.goodput, 100*r.refused, r.refusedWarm, r.peakLimit)
+		t.Logf("%.1f× load: goodput %.1f %% of capacity, %.1f %% refused (%d after 10 s), p99 %v, peak limit %d",
+			c.load, 100*r.goodput, 100*r.refused, r.refusedWarm, r.p99, r.peakLimit)
 		assert.GreaterOrEqual(t, r.goodput, c.minGood, "%.1f×", c.load)
 		assert.LessOrEqual(t, r.refused, c.maxRefuse, "%.1f×", c.load)
 		if c.load > 1 {
 			assert.Less(t, r.peakLimit, 4*10, "%.1f×: the limit piles work up in the handlers", c.load)
+			assert.Less(t, r.p99, 100*time.Millisecond, "%.1f×: good calls wait in the handlers", c.load)
 		}
 	}
 }
@@ -257,8 +274,8 @@ func TestDefaultsFigures(t *testing.T) {
 		} {
 			r := load{workers: 10, service: 20 * time.Millisecond, load: x, dur: 60 * time.Second,
 				lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: c.newAdmit}.run(t)
-			t.Logf("10 workers × 20 ms, %4.2f×, %-20s goodput %5.1f %%, refused %5.1f %%, peak limit %3d, peak waiting %3d",
-				x, c.name, 100*r.goodput, 100*r.refused, r.peakLimit, r.peakWaiting)
+			t.Logf("10 workers × 20 ms, %4.2f×, %-20s goodput %5.1f %%, refused %5.1f %%, p99 %3d ms, peak limit %3d, peak waiting %3d",
+				x, c.name, 100*r.goodput, 100*r.refused, r.p99.Milliseconds(), r.peakLimit, r.peakWaiting)
 		}
 	}
 	for _, c := range []row{
