@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -62,4 +63,21 @@ func ExampleAdmitter() {
 	// 3ms: refused floor, learned false, P 0.00
 	// 50ms: refused learned, learned true, P 0.00
 	// 500ms: refused none, learned true, P 1.00
+}
+
+// A server whose handlers are bound by the CPU needs no numbers picked:
+// DefaultQueue runs GOMAXPROCS of them at once and lets twice as many wait.
+func ExampleDefaultQueue() {
+	q := admission.DefaultQueue()
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	a, t := g.Admit(ctx, "Render", admission.Inbound{Present: true, Budget: time.Second}, deadline.Deadline{})
+	defer t.Done(ctx, true) // once the handler has returned
+	fmt.Println(a.Refusal, q.Limit() == runtime.GOMAXPROCS(0), q.Backlog() == admission.DefaultBacklogPerSlot*q.Limit())
+	// Output:
+	// none true true
 }
