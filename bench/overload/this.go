@@ -88,7 +88,7 @@ func thisUniformRows() []Row {
 	plain := thisSpec{policy: defaults, limiter: true}
 	all := thisSpec{policy: defaults, limiter: true, breaker: true, budget: true, throttle: true}
 	const bt = ", Limiter: deadline.NewLimiter(WithBreaker(deadline.DefaultBreaker())), RetryBudget: deadline.NewRetryBudget(WithThrottle(2)) (shared; a 503 " +
-		"marked deadline.Overloaded, charging 5 tokens)"
+		"marked deadline.Overloaded, charging 5 tokens; a shed from the server's standing queue marked deadline.Shed, not charged)"
 	return []Row{
 		{Name: ThisDefault, Config: defaultConfig + ", Limiter: deadline.NewLimiter() (its defaults, no breaker), no retry budget; against the plain downstream",
 			New: plain.new},
