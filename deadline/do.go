@@ -325,7 +325,9 @@ func (r *run) settle(p *Permit, ended EndedBy, err error, retry, answered bool) 
 		k = sampleCensored
 	}
 	p.done(o, k)
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore {
+	// A shed from a standing queue is the server's admission choosing whom
+	// to serve: throttling does not count it ([Shed]).
+	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore && !(o == OutcomeOverload && isShed(err)) {
 		b.ended(o == OutcomeSuccess || o == OutcomeAnswered || o == OutcomeFailure && ended == EndedError)
 	}
 }

@@ -121,7 +121,8 @@ func WithMinRetryRate(perSecond float64) RetryBudgetOption {
 // too, so the drop rate follows the downstream's own refusal rate. An
 // overload charge ([RetryBudget.Charge]) counts its n tokens as n refused
 // requests as well: one overload answer draws both the retries and the
-// first attempts down, in one accounting.
+// first attempts down, in one accounting. An attempt answered with a shed
+// from the server's standing queue ([Shed]) is not counted at all.
 //
 // k is in [1, 100]: 2 (the book's value) lets the downstream refuse half of
 // the requests before any is dropped; 1.1 drops as soon as it refuses a
