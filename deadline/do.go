@@ -335,7 +335,9 @@ func (r *run) settle(p *overload.Permit, ended EndedBy, err error, retry, answer
 		o = overload.OutcomeCut
 	}
 	p.Done(o)
-	if t := r.p.Throttle; t != nil {
+	// A shed from a standing queue is the server's admission choosing whom
+	// to serve: throttling does not count it ([Shed]).
+	if t := r.p.Throttle; t != nil && !(o == overload.OutcomeOverload && isShed(err)) {
 		t.Record(o)
 	}
 }

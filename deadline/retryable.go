@@ -128,6 +128,37 @@ func (e *overloadedError) Error() string        { return e.err.Error() }
 func (e *overloadedError) Unwrap() error        { return e.err }
 func (e *overloadedError) Is(target error) bool { return target == ErrOverloaded }
 
+// shedError marks an overload answer as a shed from a standing queue.
+type shedError struct{ err error }
+
+func (e *shedError) Error() string        { return e.err.Error() }
+func (e *shedError) Unwrap() error        { return e.err }
+func (e *shedError) Is(target error) bool { return target == ErrOverloaded }
+
+// Shed marks err as the downstream's overload answer to a call it shed
+// from a standing queue after the call waited there as long as such a
+// queue lets a call wait (this project's server admission: HTTP 503 with
+// "reason=standing_queue" in Deadline-Refused): "shed now, come back",
+// the server's own admission at work, not a downstream failing.
+// errors.Is(err, [ErrOverloaded]) holds, and [Do] counts the attempt as
+// [OutcomeOverload] for a [Limiter] as [Overloaded] does, but client-side
+// throttling ([WithThrottle]) does not count it at all: counted as
+// refused, such answers made the throttle drop calls at random, not by the
+// budget they had left, and keep dropping them for its window after the
+// overload ended (docs/benchmarks.md, scenario 10). Shed(nil) is nil.
+func Shed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &shedError{err}
+}
+
+// isShed reports whether err carries [Shed]'s mark.
+func isShed(err error) bool {
+	_, ok := errors.AsType[*shedError](err)
+	return ok
+}
+
 // Overloaded marks err as the downstream's overload answer (an HTTP 429 or
 // 503, gRPC RESOURCE_EXHAUSTED), so that errors.Is(err, [ErrOverloaded])
 // holds: [Do] then counts the attempt as refused for client-side throttling

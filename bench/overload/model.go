@@ -315,6 +315,13 @@ type Send func(ctx context.Context) error
 // ErrOverloaded is the downstream's 503: its queue is full.
 var ErrOverloaded = errors.New("overload: downstream overloaded (503)")
 
+// ErrShed is the admission's 503 for a request it shed from a standing
+// queue after it waited there as long as such a queue lets a request wait
+// (admission.RefusalQueueFull with Decision.Queued: what deadlinehttp
+// answers 503 with "Deadline-Refused: ..., reason=standing_queue"). It
+// matches [ErrOverloaded].
+var ErrShed = fmt.Errorf("%w: shed from a standing queue", ErrOverloaded)
+
 // Refused is the admission's refusal of a budget too small (the answer a
 // transport marks Deadline-Refused, which this project's client never
 // retries).

@@ -185,6 +185,9 @@ func (a *admitted) send(ctx context.Context, c Call) error {
 		defer stop()
 		d, t := a.g.Admit(sctx, c.Route, in, deadline.Deadline{})
 		switch {
+		case d.Refusal == admission.RefusalQueueFull && d.Queued: // shed after waiting
+			answer <- ErrShed
+			return
 		case d.Refusal == admission.RefusalQueueFull:
 			answer <- ErrOverloaded
 			return

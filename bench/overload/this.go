@@ -66,7 +66,8 @@ const (
 	// thisNewConfig describes the rows with the new parts.
 	thisNewConfig = tunedConfig + ", Limiter: overload.NewLimiter(WithBreaker()) (one for the downstream, shared by the routes, its defaults: " +
 		"adaptive limit, waiting only while the call can still finish), RetryBudget: deadline.NewRetryBudget(), Throttle: overload.NewThrottle() (shared; every 503 " +
-		"marked deadline.Overloaded and charging both 5 tokens, as deadlinehttp.WithOverloadCharge(5)), " + floorConfig + "}); a 503 is retryable, a budget refusal is not"
+		"marked deadline.Overloaded and charging both 5 tokens, as deadlinehttp.WithOverloadCharge(5), but a 503 shedding a request from the server's standing " +
+		"queue (Deadline-Refused reason=standing_queue) marked deadline.Shed: not charged, not counted by the throttle, as deadlinehttp's Transport does), " + floorConfig + "}); a 503 is retryable, a budget refusal is not"
 	defaultConfig = "deadline.Do(ctx, deadline.FromContext(ctx), deadline.DefaultPolicy() (3 attempts, Floor 20ms, Backoff 50ms..400ms) with Name: the call's route"
 )
 
@@ -88,7 +89,7 @@ func thisUniformRows() []Row {
 	plain := thisSpec{policy: defaults, limiter: true}
 	all := thisSpec{policy: defaults, limiter: true, breaker: true, budget: true, throttle: true}
 	const bt = ", Limiter: overload.NewLimiter(WithBreaker()), RetryBudget: deadline.NewRetryBudget(), Throttle: overload.NewThrottle() (shared; a 503 " +
-		"marked deadline.Overloaded, charging both 5 tokens)"
+		"marked deadline.Overloaded, charging both 5 tokens; a shed from the server's standing queue marked deadline.Shed, not charged)"
 	return []Row{
 		{Name: ThisDefault, Config: defaultConfig + ", Limiter: overload.NewLimiter() (its defaults, no breaker), no retry budget; against the plain downstream",
 			New: plain.new},
@@ -163,7 +164,10 @@ func (t *thisCaller) Call(ctx context.Context, c Call, send Send) error {
 	}
 	_, err := deadline.Do(ctx, d, p, func(ctx context.Context, _ deadline.AttemptInfo) (struct{}, error) {
 		err := send(ctx)
-		if errors.Is(err, ErrOverloaded) {
+		switch {
+		case errors.Is(err, ErrShed): // as deadlinehttp's Transport: not charged, not counted by the throttle
+			return struct{}{}, deadline.Retryable(deadline.Shed(err))
+		case errors.Is(err, ErrOverloaded):
 			if t.budget != nil {
 				t.budget.Charge(OverloadCharge)
 			}

@@ -84,8 +84,10 @@ const (
 	// until what was left of its budget could no longer cover what the
 	// method needs, or it ended.
 	RefusalQueueTimeout = admission.RefusalQueueTimeout
-	// RefusalQueueFull: the admission queue's backlog was full, or the RPC
-	// waited in a standing queue as long as it may: answered
-	// RESOURCE_EXHAUSTED, without [RefusedTrailer].
+	// RefusalQueueFull: the admission queue's backlog was full (answered
+	// RESOURCE_EXHAUSTED, without [RefusedTrailer]), or the RPC waited in
+	// a standing queue as long as it may, or was displaced from a full
+	// backlog by a newer one (Decision.Queued: RESOURCE_EXHAUSTED with
+	// [RefusedTrailer] "reason=standing_queue", a shed).
 	RefusalQueueFull = admission.RefusalQueueFull
 )

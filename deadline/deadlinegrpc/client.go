@@ -55,7 +55,9 @@ import (
 // up in [WithProtoFiles]). Every other method is sent once whatever
 // happens. For a method that may be retried, an attempt fails retryably on a
 // status whose code is in [WithRetryCodes] (default UNAVAILABLE and
-// RESOURCE_EXHAUSTED) and that carries no [RefusedTrailer], and on an
+// RESOURCE_EXHAUSTED) and that carries no [RefusedTrailer] (but a
+// RESOURCE_EXHAUSTED whose RefusedTrailer says "reason=standing_queue", a
+// shed: retried, marked [deadline.Shed]), and on an
 // attempt ended by its own ceiling ([deadline.Policy.AttemptTimeout]).
 // A stream is never retried once a response message or its headers reached
 // the caller (see [Client.StreamInterceptor]).
@@ -355,14 +357,19 @@ func (c *Client) mark(err error, trailer metadata.MD) error {
 		return err
 	}
 	code := int(se.st.Code())
-	if code >= codeCount || !c.cfg.retryCodes[code] || len(trailer.Get(RefusedTrailer)) > 0 {
+	refused := trailer.Get(RefusedTrailer)
+	shed := se.st.Code() == codes.ResourceExhausted && shedTrailer(refused)
+	if code >= codeCount || !c.cfg.retryCodes[code] || len(refused) > 0 && !shed {
 		return err
 	}
 	err, retry := pushback(err, trailer)
 	if !retry {
 		return err
 	}
-	if c := se.st.Code(); c == codes.ResourceExhausted || c == codes.Unavailable {
+	switch c := se.st.Code(); {
+	case shed:
+		err = deadline.Shed(err) // the server's admission at work: not throttled
+	case c == codes.ResourceExhausted || c == codes.Unavailable:
 		err = deadline.Overloaded(err) // for the limiter and throttling
 	}
 	return deadline.Retryable(err)

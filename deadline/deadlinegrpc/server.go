@@ -2,6 +2,7 @@ package deadlinegrpc
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,6 +26,13 @@ const DefaultMaxBudget = admission.DefaultMaxBudget
 // deadlinehttp's Deadline-Refused header (whole milliseconds rounded up, 0
 // when nothing was left). A [Client] never retries a status that carries
 // it: the next attempt would arrive with even less.
+//
+// On RESOURCE_EXHAUSTED it says the RPC was shed from a standing admission
+// queue after it waited there as long as such a queue lets an RPC wait:
+// "budget-ms=300, floor-ms=0, reason=standing_queue", the server's
+// admission choosing whom to serve ("shed now, come back"). A [Client]
+// retries that one as any RESOURCE_EXHAUSTED, marked [deadline.Shed]:
+// client-side throttling does not count it.
 const RefusedTrailer = "deadline-refused"
 
 // ServerOption configures [NewServer].
@@ -186,7 +194,7 @@ func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 		}()
 		s.observe(ctx, info.FullMethod, a)
 		if a.Refused() {
-			if a.Refusal.Budget() {
+			if a.Refusal.Budget() || shed(a) {
 				_ = grpc.SetTrailer(ctx, refusedTrailer(a))
 			}
 			return nil, refusedStatus(a)
@@ -263,10 +271,36 @@ func (s *Server) observe(ctx context.Context, method string, a Admission) {
 
 func refusedValue(a Admission) string {
 	v := "budget-ms=" + formatMs(a.Budget) + ", floor-ms=" + formatMs(a.Floor)
-	if a.Refusal != RefusalSpent && a.Refusal != RefusalFloor {
+	switch {
+	case shed(a):
+		v += ", reason=" + reasonStandingQueue
+	case a.Refusal != RefusalSpent && a.Refusal != RefusalFloor:
 		v += ", reason=" + a.Refusal.String()
 	}
 	return v
+}
+
+// reasonStandingQueue is RefusedTrailer's reason on a RESOURCE_EXHAUSTED
+// that shed an RPC from a standing queue.
+const reasonStandingQueue = "standing_queue"
+
+// shed reports whether a is a refusal of an RPC that waited in the
+// admission queue and was shed from it as overload (a standing queue's
+// bound, or displaced from a full backlog by a newer RPC).
+func shed(a Admission) bool { return a.Refusal == RefusalQueueFull && a.Queued }
+
+// shedTrailer reports whether a RefusedTrailer's values name
+// reasonStandingQueue: one value, with a member reason=standing_queue.
+func shedTrailer(vs []string) bool {
+	if len(vs) != 1 {
+		return false
+	}
+	for m := range strings.SplitSeq(vs[0], ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(m), "="); ok && k == "reason" && v == reasonStandingQueue {
+			return true
+		}
+	}
+	return false
 }
 
 func refusedTrailer(a Admission) metadata.MD {

@@ -117,8 +117,10 @@ const (
 	// ([WithAdmissionQueue]) until what was left of its budget could no
 	// longer cover what its route needs, or its request ended.
 	RefusalQueueTimeout = admission.RefusalQueueTimeout
-	// RefusalQueueFull: the admission queue's backlog was full, or the
-	// request waited in a standing queue as long as it may: answered 503,
-	// without [RefusedHeader].
+	// RefusalQueueFull: the admission queue's backlog was full (answered
+	// 503, without [RefusedHeader]), or the request waited in a standing
+	// queue as long as it may, or was displaced from a full backlog by a
+	// newer one ([Admission].Queued: 503 with [RefusedHeader]
+	// "reason=standing_queue", a shed).
 	RefusalQueueFull = admission.RefusalQueueFull
 )

@@ -246,8 +246,11 @@ func WithThrottle(t *overload.Throttle) Option {
 // request runs under ([deadline.RetryBudget.Charge]), on top of the one the
 // retry itself would take, so that every caller sharing the budget backs
 // off at once (and, with a throttle, [WithThrottle], n refused requests to
-// it). A delay is the server's own answer to when to come back,
-// and is not charged. It applies only to a request that has a budget ([WithRetryBudget]
+// it). A delay is the server's own answer to when to come back, and is not
+// charged; nor is a 503 that sheds the request from a standing admission
+// queue ([RefusedHeader] "reason=standing_queue": the server's admission
+// choosing whom to serve, not a downstream failing). It applies only to a
+// request that has a budget ([WithRetryBudget]
 // or its policy's) and to statuses that count as retryable
 // ([WithRetryStatuses]). The default, 0, charges nothing; n < 0 makes every
 // RoundTrip return a [*deadline.PolicyError].

@@ -208,9 +208,13 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 // longer cover what its route needs (the learned service time of
 // [WithLearnedAdmission], else the floor), and left without an answer worth
 // reading when its request ends (the client gone). A request that finds
-// the backlog full, or that waited in a standing queue as long as
-// [admission.NewQueue] lets it (twice its need), is answered 503 Service
-// Unavailable, without [RefusedHeader]: overload, not a budget too small. limit <= 0 or
+// the backlog full is answered 503 Service Unavailable, without
+// [RefusedHeader]: overload, not a budget too small. One that waited in a
+// standing queue as long as [admission.NewQueue] lets it (twice its need), or
+// that a newer request displaced from a full backlog, is shed: 503 with
+// [RefusedHeader] "reason=standing_queue", which the [Transport] retries
+// without charging the retry budget ([WithOverloadCharge]) and which
+// client-side throttling does not count ([deadline.Shed]). limit <= 0 or
 // backlog < 0 makes NewHandler return a [*deadline.PolicyError].
 func WithAdmissionQueue(limit, backlog int) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) {
@@ -418,13 +422,18 @@ func shieldAfter(parent context.Context, end time.Time) (context.Context, func()
 }
 
 // refuse answers a refused request: 504 with RefusedHeader when its budget
-// was too small, 503 when the admission queue was full.
+// was too small, 503 when the admission queue was full, with RefusedHeader
+// "reason=standing_queue" when the request waited and was shed from a
+// standing queue.
 func refuse(w http.ResponseWriter, a Admission) {
+	refused := "budget-ms=" + refusedMs(a.Budget) + ", floor-ms=" + refusedMs(a.Floor)
 	if !a.Refusal.Budget() {
+		if a.Refusal == RefusalQueueFull && a.Queued {
+			w.Header().Set(RefusedHeader, refused+", reason="+reasonStandingQueue)
+		}
 		http.Error(w, "server busy: too many requests waiting", http.StatusServiceUnavailable)
 		return
 	}
-	refused := "budget-ms=" + refusedMs(a.Budget) + ", floor-ms=" + refusedMs(a.Floor)
 	if a.Refusal != RefusalSpent && a.Refusal != RefusalFloor {
 		refused += ", reason=" + a.Refusal.String()
 	}

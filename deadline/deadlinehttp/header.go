@@ -1,6 +1,7 @@
 package deadlinehttp
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -25,9 +26,37 @@ const DefaultHeader = "Deadline-Budget-Ms"
 // "reason=queue_timeout" (it waited for a slot until it could no longer
 // finish, [WithAdmissionQueue]).
 //
+// On a 503 the header says the request was shed from a standing admission
+// queue after it waited there as long as such a queue lets a request wait
+// ([WithAdmissionQueue]): "budget-ms=300, floor-ms=0, reason=standing_queue".
+// That is the server's admission choosing whom to serve ("shed now, come
+// back"), not a downstream failing.
+//
 // The [Transport] never retries a 504 that carries this header: the next
-// attempt would arrive with even less and be refused again.
+// attempt would arrive with even less and be refused again. It retries a
+// 503 carrying "reason=standing_queue" as any 503, but charges no overload
+// tokens for it ([WithOverloadCharge]) and marks it [deadline.Shed], which
+// client-side throttling does not count.
 const RefusedHeader = "Deadline-Refused"
+
+// reasonStandingQueue is RefusedHeader's reason on a 503 that shed a
+// request from a standing queue.
+const reasonStandingQueue = "standing_queue"
+
+// shedAnswer reports whether h's RefusedHeader names reasonStandingQueue:
+// one header line, an RFC 8941 dictionary with a member reason=standing_queue.
+func shedAnswer(h http.Header) bool {
+	vs := h[RefusedHeader]
+	if len(vs) != 1 {
+		return false
+	}
+	for m := range strings.SplitSeq(vs[0], ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(m), "="); ok && k == "reason" && v == reasonStandingQueue {
+			return true
+		}
+	}
+	return false
+}
 
 // MaxBudget is the largest budget the header can carry: 9999999999 ms (10
 // digits, about 115.7 days), the same bound as Connect's connect-timeout-ms.

@@ -86,23 +86,28 @@ func TestRetryBudgetSharedByRequests(t *testing.T) {
 }
 
 // TestOverloadCharge: a 503 or 429 without Retry-After charges the budget
-// (so the second retry is denied); one with a Retry-After does not.
+// (so the second retry is denied); one with a Retry-After does not, nor a
+// 503 that shed the request from a standing queue (Deadline-Refused
+// reason=standing_queue).
 func TestOverloadCharge(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		status     int
 		retryAfter string
+		refused    string
 		opts       []deadlinehttp.Option
 		requests   int
 		reason     deadline.Reason
 		balance    int
 	}{
 		// 5 tokens: 503, charge 2 (3), retry (2); 503, charge 2 (0), denied.
-		{"503", http.StatusServiceUnavailable, "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 2, deadline.ReasonRetryBudget, 0},
-		{"429", http.StatusTooManyRequests, "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 2, deadline.ReasonRetryBudget, 0},
-		{"Retry-After", http.StatusServiceUnavailable, "0", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 3, deadline.ReasonExhausted, 3},
-		{"not an overload status", http.StatusBadGateway, "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 3, deadline.ReasonExhausted, 3},
-		{"off by default", http.StatusServiceUnavailable, "", nil, 3, deadline.ReasonExhausted, 3},
+		{"503", http.StatusServiceUnavailable, "", "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 2, deadline.ReasonRetryBudget, 0},
+		{"429", http.StatusTooManyRequests, "", "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 2, deadline.ReasonRetryBudget, 0},
+		{"Retry-After", http.StatusServiceUnavailable, "0", "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 3, deadline.ReasonExhausted, 3},
+		{"shed from a standing queue", http.StatusServiceUnavailable, "", "budget-ms=300, floor-ms=0, reason=standing_queue", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 3, deadline.ReasonExhausted, 3},
+		{"another reason on a 503", http.StatusServiceUnavailable, "", "budget-ms=300, floor-ms=0, reason=queue_full", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 2, deadline.ReasonRetryBudget, 0},
+		{"not an overload status", http.StatusBadGateway, "", "", []deadlinehttp.Option{deadlinehttp.WithOverloadCharge(2)}, 3, deadline.ReasonExhausted, 3},
+		{"off by default", http.StatusServiceUnavailable, "", "", nil, 3, deadline.ReasonExhausted, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -111,6 +116,9 @@ func TestOverloadCharge(t *testing.T) {
 				tr, l := inMemory(func(n int, w http.ResponseWriter, r *http.Request) {
 					if tc.retryAfter != "" {
 						w.Header().Set("Retry-After", tc.retryAfter)
+					}
+					if tc.refused != "" {
+						w.Header().Set(deadlinehttp.RefusedHeader, tc.refused)
 					}
 					w.WriteHeader(tc.status)
 				}, opts...)

@@ -500,7 +500,8 @@ func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (
 		if asked {
 			serr = deadline.RetryAfter(serr, wait)
 		}
-		if n := c.t.cfg.overload; n > 0 && !asked {
+		shed := resp.StatusCode == http.StatusServiceUnavailable && shedAnswer(resp.Header)
+		if n := c.t.cfg.overload; n > 0 && !asked && !shed {
 			if c.budget != nil {
 				c.budget.Charge(n) // an overload signal: every caller backs off
 			}
@@ -508,7 +509,11 @@ func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (
 				c.throttle.Charge(n)
 			}
 		}
-		serr = deadline.Overloaded(serr) // for the limiter and throttling
+		if shed {
+			serr = deadline.Shed(serr) // the server's admission at work: not throttled
+		} else {
+			serr = deadline.Overloaded(serr) // for the limiter and throttling
+		}
 	}
 	if se.advice == adviceNoRetry {
 		return resp, se, serr // the server said a retry cannot succeed
