@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Do runs op under policy p and the run's Deadline d, applying the budget
@@ -231,24 +233,24 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 		// The limiter's rule for every call: it can still finish from a
 		// free slot, its need at least the route's, plus the floor.
 		need := r.need(a)
-		if rn := l.routeNeed(r.p.Name); rn > 0 {
+		if rn := l.Need(r.p.Name); rn > 0 {
 			need = max(need, r.p.Floor+rn)
 			if a.Remaining <= need {
-				r.refusal = l.refuse(LimitQueueTimeout, l.Limit(), 1, 0, need, r.end, a.Start, false)
-				return r.refusal.Cause.Reason(), nil
+				r.refusal = &overload.RefusedError{Cause: overload.CauseQueueTimeout, Limit: l.Limit(), Position: 1, Need: need, Remaining: a.Remaining}
+				return ReasonLimited, nil
 			}
 		}
-		p, ok := l.tryAcquire(r.p.Name)
+		p, ok := l.TryAcquireAt(r.p.Name, a.Start)
 		if !ok {
 			var err error
 			if p, err = l.Acquire(ctx, r.p.Name, r.end, need); err != nil {
-				r.refusal, _ = err.(*LimitError)
-				return r.refusal.Cause.Reason(), nil
+				r.refusal, _ = err.(*overload.RefusedError)
+				return refusalReason(r.refusal), nil
 			}
 			if p.Queued {
 				// Time passed in the queue: the lease is granted anew.
 				if cause = r.lease(n, a); cause == nil {
-					p.Done(OutcomeIgnore)
+					p.Done(overload.OutcomeIgnore)
 					if r.refusedLearned {
 						return ReasonRefusedLearned, nil
 					}
@@ -259,14 +261,13 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 				a.Ceiling, a.Granted, a.LimitedBy, cause = p.Ceiling, p.Ceiling, LimitCeiling, ErrCeilingReached
 			}
 		}
-		p.start = a.Start
 		r.permit = p
 	}
 	// Throttling counts what would go out to the downstream: after the
 	// limiter, whose refusals are not the downstream's.
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
-		r.permit.Done(OutcomeIgnore)
-		r.refusal = &LimitError{Cause: LimitThrottled, Remaining: a.Remaining}
+	if t := r.p.Throttle; t != nil && !t.Allow(r.draw()) {
+		r.permit.Done(overload.OutcomeIgnore)
+		r.refusal = &overload.RefusedError{Cause: overload.CauseThrottled, Remaining: a.Remaining}
 		return ReasonThrottled, nil
 	}
 	if n == 1 && r.p.RetryBudget != nil {
@@ -285,50 +286,59 @@ func (r *run) need(a *AttemptInfo) time.Duration {
 	return r.p.Floor
 }
 
+// refusalReason is the stop reason of a refusal: [ReasonLimited],
+// [ReasonOpen] or [ReasonThrottled].
+func refusalReason(e *overload.RefusedError) Reason {
+	switch {
+	case e == nil:
+		return ReasonLimited
+	case e.Cause == overload.CauseOpen:
+		return ReasonOpen
+	case e.Cause == overload.CauseThrottled:
+		return ReasonThrottled
+	}
+	return ReasonLimited
+}
+
 // settle frees the attempt's limiter slot and counts it for throttling,
 // given how it ended.
-func (r *run) settle(p *Permit, ended EndedBy, err error, retry, answered bool) {
-	o := OutcomeIgnore
-	switch ended {
-	case EndedCompleted:
-		o = OutcomeSuccess
-		if answered {
-			o = OutcomeAnswered
-		}
-	case EndedError:
-		switch {
-		case errors.Is(err, ErrOverloaded):
-			o = OutcomeOverload
-		case retry:
-			o = OutcomeFailure
-		default:
-			o = OutcomeSuccess
-		}
-	case EndedAttemptTimeout:
-		o = OutcomeFailure
-	case EndedDeadline:
-		o = OutcomeCut
-	}
+func (r *run) settle(p *overload.Permit, ended EndedBy, err error, retry, answered bool) {
+	o := overload.OutcomeIgnore
 	// Only a completed call's latency is its route's service time. An
 	// error answer says how the downstream ended the call, not how long
 	// the route's work takes: a refusal answered at once, learned as the
 	// route's latency, drove its baseline to nothing and the limit down
-	// with it (the overload bench's two-route collapse). A call cut by its
-	// ceiling or the deadline is censored: learned at the cut, a route
-	// whose calls are cut showed a latency no higher than their deadline,
-	// and the baseline followed it up until the limit stopped limiting.
-	k := sampleNone
-	switch {
-	case ended == EndedCompleted && !answered:
-		k = sampleService
-	case ended == EndedAttemptTimeout, ended == EndedDeadline:
-		k = sampleCensored
+	// with it (the overload bench's two-route collapse): OutcomeError
+	// (retryable: the downstream failed) and OutcomeAnswered teach no
+	// latency. A call cut by its ceiling or the deadline is censored
+	// (OutcomeTimeout, OutcomeCut): learned at the cut, a route whose
+	// calls are cut showed a latency no higher than their deadline, and
+	// the baseline followed it up until the limit stopped limiting.
+	switch ended {
+	case EndedCompleted:
+		o = overload.OutcomeSuccess
+		if answered {
+			o = overload.OutcomeAnswered
+		}
+	case EndedError:
+		switch {
+		case errors.Is(err, ErrOverloaded):
+			o = overload.OutcomeOverload
+		case retry:
+			o = overload.OutcomeError
+		default:
+			o = overload.OutcomeAnswered
+		}
+	case EndedAttemptTimeout:
+		o = overload.OutcomeTimeout
+	case EndedDeadline:
+		o = overload.OutcomeCut
 	}
-	p.done(o, k)
+	p.Done(o)
 	// A shed from a standing queue is the server's admission choosing whom
 	// to serve: throttling does not count it ([Shed]).
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && o != OutcomeIgnore && !(o == OutcomeOverload && isShed(err)) {
-		b.ended(o == OutcomeSuccess || o == OutcomeAnswered || o == OutcomeFailure && ended == EndedError)
+	if t := r.p.Throttle; t != nil && !(o == overload.OutcomeOverload && isShed(err)) {
+		t.Record(o)
 	}
 }
 
@@ -357,8 +367,8 @@ type run struct {
 	balance         int // the retry budget's balance when it denied a retry
 	done            bool
 
-	permit  Permit      // the Limiter's slot for the attempt about to run
-	refusal *LimitError // the Limiter's or the throttle's refusal
+	permit  overload.Permit        // the Limiter's slot for the attempt about to run
+	refusal *overload.RefusedError // the Limiter's or the throttle's refusal
 
 	// The learned floor's (LearnedFloor) refusal, and a retry it let
 	// through as a probe before its backoff.
@@ -423,11 +433,11 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 	// whose AttemptStart did (it never began).
 	began, finished := false, false
 	permit := r.permit
-	r.permit = Permit{}
+	r.permit = overload.Permit{}
 	defer func() {
 		cancel()
 		if !finished {
-			permit.Done(OutcomeIgnore)
+			permit.Done(overload.OutcomeIgnore)
 		}
 		if began && !finished && r.h.AttemptEnd != nil {
 			r.h.AttemptEnd(octx, *a, AttemptResult{Duration: time.Since(a.Start), EndedBy: EndedPanic})
@@ -452,7 +462,7 @@ func attempt[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op
 		}
 		r.last = err
 	}
-	if permit.l != nil || r.p.RetryBudget != nil && r.p.RetryBudget.k > 0 {
+	if r.p.Limiter != nil || r.p.Throttle != nil {
 		r.settle(&permit, ended, err, retry, err == nil && r.p.Answered != nil && r.answered(v))
 	}
 	r.ended = ended

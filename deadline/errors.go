@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // timeoutError is a sentinel that also matches context.DeadlineExceeded, so
@@ -112,29 +114,33 @@ var (
 	ErrRetryBudgetExhausted error = &reasonError{"deadline: retry budget exhausted", "retry_budget_exhausted"}
 
 	// ErrLimited is the sentinel of [ReasonLimited]: the policy's
-	// [Limiter] refused the attempt before it went out, its queue full or
-	// the call unable to finish from its place in it ([LimitError]). It
-	// does not match context.DeadlineExceeded: the downstream's capacity,
-	// not the budget, refused it. Its ErrorType is "limited".
-	ErrLimited error = &reasonError{"deadline: limited: the downstream is at its concurrency limit", "limited"}
+	// [overload.Limiter] refused the attempt before it went out, its queue
+	// full or the call unable to finish from its place in it
+	// ([overload.RefusedError]). It does not match
+	// context.DeadlineExceeded: the downstream's capacity, not the budget,
+	// refused it. Its ErrorType is "limited". It is [overload.ErrLimited]:
+	// the refusal itself matches it too.
+	ErrLimited = overload.ErrLimited
 
-	// ErrDownstreamOpen is the sentinel of [ReasonOpen]: the [Limiter]'s
-	// [Breaker] is open (or half-open, with no probe the call's budget
-	// could afford): nothing was sent. It does not match
-	// context.DeadlineExceeded. Its ErrorType is "downstream_open".
-	ErrDownstreamOpen error = &reasonError{"deadline: downstream open", "downstream_open"}
+	// ErrDownstreamOpen is the sentinel of [ReasonOpen]: the limiter's
+	// [overload.Breaker] is open (or half-open, with no probe the call's
+	// budget could afford): nothing was sent. It does not match
+	// context.DeadlineExceeded. Its ErrorType is "downstream_open". It is
+	// [overload.ErrDownstreamOpen].
+	ErrDownstreamOpen = overload.ErrDownstreamOpen
 
 	// ErrThrottled is the sentinel of [ReasonThrottled]: client-side
-	// throttling ([WithThrottle]) dropped the attempt before it went out.
-	// It does not match context.DeadlineExceeded. Its ErrorType is
-	// "throttled".
-	ErrThrottled error = &reasonError{"deadline: throttled on the client", "throttled"}
+	// throttling ([Policy.Throttle]) dropped the attempt before it went
+	// out. It does not match context.DeadlineExceeded. Its ErrorType is
+	// "throttled". It is [overload.ErrThrottled].
+	ErrThrottled = overload.ErrThrottled
 
 	// ErrOverloaded marks an attempt's error as the downstream's overload
 	// answer (an HTTP 429 or 503, gRPC RESOURCE_EXHAUSTED): wrap it with
-	// [Overloaded]. [Do] counts such an attempt as not accepted by the
-	// downstream (client-side throttling, [WithThrottle]) and as
-	// [OutcomeOverload] for the [Limiter].
+	// [Overloaded]. [Do] counts such an attempt as
+	// [overload.OutcomeOverload]: not accepted by the downstream for
+	// client-side throttling ([Policy.Throttle]), nothing learned by the
+	// [Policy.Limiter].
 	ErrOverloaded error = &reasonError{"deadline: the downstream is overloaded", "overloaded"}
 
 	// ErrInvalidPolicy is matched by every [PolicyError].
@@ -258,7 +264,7 @@ type StopError struct {
 	// Refusal, for [ReasonLimited], [ReasonOpen] and [ReasonThrottled]:
 	// the limiter's or the throttle's refusal (its cause, limit and queue
 	// position); else nil.
-	Refusal *LimitError
+	Refusal *overload.RefusedError
 }
 
 // Error says what stopped the call, what was asked and what was left, then
@@ -293,8 +299,8 @@ func (e *StopError) Error() string {
 			e.Attempts+1, readable(e.Lease.Round(time.Millisecond/10)), 100*e.Estimate.P, e.Estimate.Samples)
 	case ReasonLimited, ReasonOpen, ReasonThrottled:
 		s = fmt.Sprintf("%s before attempt %d", e.Reason, e.Attempts+1)
-		if r := e.Refusal; r != nil && r.Cause != LimitThrottled {
-			if r.Cause == LimitOpen {
+		if r := e.Refusal; r != nil && r.Cause != overload.CauseThrottled {
+			if r.Cause == overload.CauseOpen {
 				s += fmt.Sprintf(": %s left", readable(left))
 			} else {
 				s += fmt.Sprintf(" (%s): position %d at limit %d, %s left, %s needed", r.Cause, r.Position, r.Limit,

@@ -3,6 +3,8 @@ package deadline
 import (
 	"context"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // flight is one attempt of a hedged round, run on a goroutine of its own.
@@ -11,7 +13,7 @@ type flight struct {
 	actx    context.Context    // the attempt's lease, a child of the round's context
 	octx    context.Context    // what op runs in (AttemptStart's)
 	release context.CancelFunc // ends the lease alone
-	permit  Permit             // its Limiter slot
+	permit  overload.Permit    // its Limiter slot
 	began   bool               // AttemptStart returned
 	lost    bool               // canceled with ErrHedgeLost
 	done    bool               // op returned
@@ -89,7 +91,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 			f.done = true
 			rd.inflight--
 			if o.panicked {
-				f.permit.Done(OutcomeIgnore)
+				f.permit.Done(overload.OutcomeIgnore)
 				rd.end(f, AttemptResult{EndedBy: EndedPanic})
 				f.release()
 				panic(o.pv)
@@ -99,7 +101,7 @@ func hedged[T any](ctx context.Context, r *run, a *AttemptInfo, cause error, op 
 				if o.err == nil && h.Discard != nil {
 					h.Discard(o.v)
 				}
-				f.permit.Done(OutcomeIgnore)
+				f.permit.Done(overload.OutcomeIgnore)
 				rd.end(f, AttemptResult{Err: o.err, EndedBy: EndedHedgeLost})
 			case o.err == nil:
 				won, v = true, o.v
@@ -147,21 +149,20 @@ func (rd *round[T]) hedge() bool {
 		r.refusedLearned = false
 		return false
 	}
-	var p Permit
+	var p overload.Permit
 	if l := r.p.Limiter; l != nil {
 		var ok bool
-		if p, ok = l.tryAcquire(r.p.Name); !ok {
+		if p, ok = l.TryAcquireAt(r.p.Name, a.Start); !ok {
 			return false // a hedge never waits for a slot
 		}
-		p.start = a.Start
 	}
-	if b := r.p.RetryBudget; b != nil && b.k > 0 && b.throttled(r.draw()) {
-		p.Done(OutcomeIgnore)
+	if t := r.p.Throttle; t != nil && !t.Allow(r.draw()) {
+		p.Done(overload.OutcomeIgnore)
 		return false
 	}
 	if r.p.RetryBudget != nil {
 		if ok, _ := r.p.RetryBudget.withdraw(); !ok {
-			p.Done(OutcomeIgnore)
+			p.Done(overload.OutcomeIgnore)
 			return false
 		}
 	}
@@ -178,14 +179,14 @@ func (rd *round[T]) start(a AttemptInfo, cause error) {
 	r.attempts = a.Number
 	actx, release := context.WithDeadlineCause(rd.lctx, a.Start.Add(a.Granted), cause)
 	f := flight{a: a, actx: actx, octx: actx, release: release, permit: r.permit}
-	r.permit = Permit{}
+	r.permit = overload.Permit{}
 	if r.h != nil && r.h.AttemptStart != nil {
 		func() {
 			ok := false
 			defer func() {
 				if !ok {
 					f.release() // AttemptStart panicked: the attempt never began
-					f.permit.Done(OutcomeIgnore)
+					f.permit.Done(overload.OutcomeIgnore)
 				}
 			}()
 			if c := r.h.AttemptStart(actx, a); c != nil {
@@ -249,7 +250,7 @@ func (rd *round[T]) abort() {
 	for i := range rd.flights {
 		f := &rd.flights[i]
 		f.release()
-		f.permit.Done(OutcomeIgnore)
+		f.permit.Done(overload.OutcomeIgnore)
 	}
 	endAll(len(ended)-1, func(i int) {
 		o := ended[i]

@@ -3,6 +3,8 @@ package deadline
 import (
 	"context"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Limit says which limit bounded an attempt's grant.
@@ -218,7 +220,7 @@ type CallResult struct {
 	// Refusal, for [ReasonLimited], [ReasonOpen] and [ReasonThrottled]:
 	// the limiter's or the throttle's refusal, with its cause, the limit
 	// and the call's place in the queue; else nil.
-	Refusal *LimitError
+	Refusal *overload.RefusedError
 }
 
 // Hooks is a set of optional callbacks that observe a call made by [Do],

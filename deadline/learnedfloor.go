@@ -108,7 +108,7 @@ func (r *run) leaseAfter(remaining, wait time.Duration) time.Duration {
 // step completes with a probability of at least f's Threshold, given that
 // budget does (a bisection of the estimator's answers, to about 1 %), or 0
 // when the estimator has no answer for budget on MinSamples samples. It is
-// the "need" of the waiting rule a [Limiter] and package admission's queue
+// the "need" of the waiting rule an [overload.Limiter] and package admission's queue
 // share: a call waits only while its deadline less its need is ahead.
 func (f *LearnedFloor) Need(step string, budget time.Duration) time.Duration {
 	if e, ok := f.Estimator.Completion(step, budget); !ok || e.Samples < f.MinSamples || e.P < f.Threshold {

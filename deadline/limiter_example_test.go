@@ -7,41 +7,42 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
-// One Limiter per downstream, shared by the policies of every route that
-// calls it: an attempt takes a slot before it goes out, and waits for one
-// only while it can still finish. A refusal says the downstream's capacity,
+// One overload.Limiter and one overload.Throttle per downstream, shared by
+// the policies of every route that calls it: an attempt takes a slot
+// before it goes out, and waits for one only while it can still finish. A refusal says the downstream's capacity,
 // not the budget, stopped the call.
-func ExampleNewLimiter() {
-	limiter, err := deadline.NewLimiter(deadline.WithBreaker(deadline.DefaultBreaker()))
+func ExamplePolicy_limiter() {
+	limiter, err := overload.NewLimiter(overload.WithBreaker())
 	if err != nil {
 		panic(err)
 	}
-	budget, err := deadline.NewRetryBudget(deadline.WithThrottle(2)) // SRE client-side throttling, K = 2
+	throttle, err := overload.NewThrottle() // SRE client-side throttling, K = 2
 	if err != nil {
 		panic(err)
 	}
 	p := deadline.DefaultPolicy()
-	p.Name, p.Limiter, p.RetryBudget = "search", limiter, budget
+	p.Name, p.Limiter, p.Throttle = "search", limiter, throttle
 
 	v, err := deadline.Do(context.Background(), deadline.New(time.Second), p,
 		func(ctx context.Context, a deadline.AttemptInfo) (string, error) {
 			return "results", nil // the downstream call, under ctx
 		})
-	fmt.Println(v, err, limiter.Limit(), limiter.BreakerState())
+	fmt.Println(v, err, limiter.Limit(), limiter.Breaker().State())
 	// Output: results <nil> 20 closed
 }
 
 // A call that finds every slot taken and cannot wait stops with
 // ReasonLimited: not a timeout, and its verdict names the downstream.
-func ExampleLimiter_refusal() {
-	limiter, err := deadline.NewLimiter(deadline.WithFixedLimit(1), deadline.WithBacklog(0))
+func ExamplePolicy_limiterRefusal() {
+	limiter, err := overload.NewLimiter(overload.WithFixedLimit(1), overload.WithBacklog(0))
 	if err != nil {
 		panic(err)
 	}
 	held, _ := limiter.TryAcquire("search") // another call holds the only slot
-	defer held.Done(deadline.OutcomeSuccess)
+	defer held.Done(overload.OutcomeSuccess)
 
 	var verdict deadline.Verdict
 	p := deadline.Policy{Name: "search", MaxAttempts: 1, Limiter: limiter,

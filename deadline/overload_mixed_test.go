@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -72,7 +73,7 @@ func TestLimiterMixedBudgetsNoDrift(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		dur = 20 * time.Second
 	}
-	run := func(t *testing.T, l *deadline.Limiter, rate float64, dur time.Duration) (goodput, wasted float64, maxLimit int) {
+	run := func(t *testing.T, l *overload.Limiter, rate float64, dur time.Duration) (goodput, wasted float64, maxLimit int) {
 		ds := &poolDownstream{free: make(freeTimes, 50)}
 		p := deadline.DefaultPolicy()
 		p.Name, p.Limiter, p.MaxAttempts = "r", l, 1
@@ -110,7 +111,7 @@ func TestLimiterMixedBudgetsNoDrift(t *testing.T) {
 	for _, load := range []float64{2, 5} {
 		t.Run(fmt.Sprintf("%.0fx", load), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fixed, fixedWaste, _ := run(t, newLimiter(t, deadline.WithFixedLimit(50)), load*capacity, dur/4)
+				fixed, fixedWaste, _ := run(t, newLimiter(t, overload.WithFixedLimit(50)), load*capacity, dur/4)
 				got, waste, maxLimit := run(t, newLimiter(t), load*capacity, dur)
 				t.Logf("load %.0f×: fixed(50) %.0f/s, wasted %.1f %%; adaptive %.0f/s = %.1f %% of it, wasted %.1f %%, highest limit after 5 s %d",
 					load, fixed, 100*fixedWaste, got, 100*got/fixed, 100*waste, maxLimit)

@@ -72,12 +72,12 @@ type simResult struct {
 
 // simulate offers rate calls a second (Poisson) for dur, each with a 100 ms
 // deadline, through Do with DefaultPolicy and p's limiter, retry budget.
-func simulate(t *testing.T, rate float64, dur time.Duration, l *deadline.Limiter, b *deadline.RetryBudget, seed uint64) simResult {
+func simulate(t *testing.T, rate float64, dur time.Duration, l *overload.Limiter, th *overload.Throttle, seed uint64) simResult {
 	t.Helper()
 	ds := newFIFODownstream(10, 20*time.Millisecond)
 	p := deadline.DefaultPolicy()
 	p.Name = "r"
-	p.Limiter, p.RetryBudget = l, b
+	p.Limiter, p.Throttle = l, th
 	rng := rand.New(rand.NewPCG(seed, 1))
 	perTick := rate / 1000
 	var res simResult
@@ -137,17 +137,17 @@ func TestLimiterUniformBudgetsNoCollapse(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					rate := 500 * load
-					fixed := simulate(t, rate, dur/10, newLimiter(t, deadline.WithFixedLimit(10)), nil, 7)
-					var opts []deadline.LimiterOption
-					var b *deadline.RetryBudget
+					fixed := simulate(t, rate, dur/10, newLimiter(t, overload.WithFixedLimit(10)), nil, 7)
+					var opts []overload.Option
+					var th *overload.Throttle
 					if full {
-						opts = append(opts, deadline.WithBreaker(deadline.DefaultBreaker()))
+						opts = append(opts, overload.WithBreaker())
 						var err error
-						b, err = deadline.NewRetryBudget(deadline.WithThrottle(2))
+						th, err = overload.NewThrottle()
 						require.NoError(t, err)
 					}
 					l := newLimiter(t, opts...)
-					got := simulate(t, rate, dur, l, b, 11)
+					got := simulate(t, rate, dur, l, th, 11)
 					ratio := got.goodput / fixed.goodput
 					t.Logf("load %.1f×: fixed(10) %.1f/s; adaptive %.1f/s = %.1f %% of it; limit at the end %d; longest downstream wait %v; refused %d of %d",
 						load, fixed.goodput, got.goodput, 100*ratio, got.limit, got.maxWait, got.refused, got.offered)
@@ -166,7 +166,7 @@ func TestLimiterUniformBudgetsNoCollapse(t *testing.T) {
 // raises it.
 func TestLimiterFollowsASlowerDownstream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, deadline.WithLimitRange(1, 40, 1000))
+		l := newLimiter(t, overload.WithLimitRange(1, 40, 1000))
 		var wg sync.WaitGroup
 		run := func(d time.Duration, dur time.Duration) {
 			for end := time.Now().Add(dur); time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -177,7 +177,7 @@ func TestLimiterFollowsASlowerDownstream(t *testing.T) {
 					}
 					wg.Go(func() {
 						time.Sleep(d)
-						p.Done(deadline.OutcomeSuccess)
+						p.Done(overload.OutcomeSuccess)
 					})
 				}
 			}
@@ -206,7 +206,7 @@ func TestBreakerClosesForCallersNearTheServiceTime(t *testing.T) {
 
 func breakerCloses(t *testing.T, outage time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLimiter(t, deadline.WithBreaker(deadline.DefaultBreaker()))
+		l := newLimiter(t, overload.WithBreaker())
 		p := deadline.Policy{Name: "r", MaxAttempts: 1, Floor: time.Millisecond, Limiter: l}
 		var failing atomic.Bool
 		var wg sync.WaitGroup
@@ -241,15 +241,15 @@ func breakerCloses(t *testing.T, outage time.Duration) {
 			}
 		}
 		tick(5*time.Second, nil)
-		require.Equal(t, "closed", l.BreakerState().String())
+		require.Equal(t, "closed", l.Breaker().State().String())
 		failing.Store(true)
 		tick(outage, nil)
-		require.NotEqual(t, "closed", l.BreakerState().String(), "the failures opened it")
+		require.NotEqual(t, "closed", l.Breaker().State().String(), "the failures opened it")
 		failing.Store(false)
 		recovered := time.Now()
 		var closedAt time.Time
 		tick(30*time.Second, func() {
-			if closedAt.IsZero() && l.BreakerState() == overload.Closed {
+			if closedAt.IsZero() && l.Breaker().State() == overload.Closed {
 				closedAt = time.Now()
 			}
 		})
@@ -276,7 +276,7 @@ func TestFastAnswersTeachNoLatency(t *testing.T) {
 	for name, m := range map[string]mode{"Permit.Done": direct, "Policy.Answered": policy, "error answer": errorAnswer} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := newLimiter(t, deadline.WithBreaker(deadline.DefaultBreaker()))
+				l := newLimiter(t, overload.WithBreaker())
 				var reject atomic.Bool
 				p := deadline.Policy{Name: "r", MaxAttempts: 1, Limiter: l}
 				if m == policy {
@@ -292,10 +292,10 @@ func TestFastAnswersTeachNoLatency(t *testing.T) {
 								if err != nil {
 									return
 								}
-								o := deadline.OutcomeSuccess
+								o := overload.OutcomeSuccess
 								if rejected {
 									time.Sleep(200 * time.Microsecond)
-									o = deadline.OutcomeAnswered
+									o = overload.OutcomeAnswered
 								} else {
 									time.Sleep(20 * time.Millisecond)
 								}
@@ -324,41 +324,10 @@ func TestFastAnswersTeachNoLatency(t *testing.T) {
 				reject.Store(false)
 				send(2 * time.Second)
 				wg.Wait()
-				t.Logf("limit %d before the burst, %d after; breaker %s", before, l.Limit(), l.BreakerState().String())
+				t.Logf("limit %d before the burst, %d after; breaker %s", before, l.Limit(), l.Breaker().State().String())
 				assert.InDelta(t, before, l.Limit(), 0.1*float64(before))
-				assert.Equal(t, "closed", l.BreakerState().String(), "answers are no failures")
+				assert.Equal(t, "closed", l.Breaker().State().String(), "answers are no failures")
 			})
 		})
 	}
-}
-
-// TestBreakerTransitionsObservable: every change of the breaker's state
-// reaches OnTransition once, in order, with the counts that opened it, and
-// the callback may call the limiter (it runs outside its lock).
-func TestBreakerTransitionsObservable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var got []overload.Transition
-		var l *deadline.Limiter
-		b := deadline.Breaker{FailureRatio: 0.5, MinCalls: 4, Window: 10 * time.Second, OpenFor: time.Second, Probes: 1,
-			OnTransition: func(tr overload.Transition) {
-				assert.Equal(t, tr.To, l.BreakerState(), "the state is already the new one")
-				got = append(got, tr)
-			}}
-		l = newLimiter(t, deadline.WithBreaker(b))
-		start := time.Now()
-		for range 4 {
-			p, ok := l.TryAcquire("r")
-			require.True(t, ok)
-			p.Done(deadline.OutcomeFailure)
-		}
-		time.Sleep(time.Second)
-		p, err := l.Acquire(context.Background(), "r", time.Now().Add(time.Second), 0)
-		require.NoError(t, err)
-		p.Done(deadline.OutcomeSuccess)
-		assert.Equal(t, []overload.Transition{
-			{From: overload.Closed, To: overload.Open, At: start, Failures: 4, Calls: 4},
-			{From: overload.Open, To: overload.HalfOpen, At: start.Add(time.Second)},
-			{From: overload.HalfOpen, To: overload.Closed, At: start.Add(time.Second)},
-		}, got)
-	})
 }

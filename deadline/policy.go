@@ -3,6 +3,8 @@ package deadline
 import (
 	"fmt"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Policy configures [Do]: how many attempts, each attempt's ceiling, the floor
@@ -72,25 +74,39 @@ type Policy struct {
 
 	// Limiter, when set, bounds the attempts in flight to the downstream
 	// this policy calls, shared with every policy that holds the same one
-	// (see [Limiter]): before each attempt, first, retry or hedge, it
-	// takes a slot, waiting for one only while the call can still finish
-	// (its learned need, with a LearnedFloor, else the floor, at least the
-	// limiter's baseline latency); a refused attempt is not sent and the
-	// call stops with [ReasonLimited] or, its breaker open,
+	// (see [overload.Limiter]): before each attempt, first, retry or
+	// hedge, it takes a slot, waiting for one only while the call can
+	// still finish (its learned need, with a LearnedFloor, else the floor,
+	// at least the limiter's baseline latency); a refused attempt is not
+	// sent and the call stops with [ReasonLimited] or, its breaker open,
 	// [ReasonOpen] ([StopError.Refusal] says why, where and at which
 	// limit). A hedge never waits: one with no free slot is not started.
 	// The slot is freed when the attempt returns, and teaches the limit
-	// its latency. A half-open breaker's probe runs under the probe's
-	// ceiling. Nil (the default): no limit, and Do's cost is unchanged.
-	Limiter *Limiter
+	// its latency (see [overload.Outcome] for what each ending teaches).
+	// A half-open breaker's probe runs under the probe's ceiling. Nil (the
+	// default): no limit, and Do's cost is unchanged. A Limiter not built
+	// by [overload.NewLimiter] makes the policy invalid.
+	Limiter *overload.Limiter
+
+	// Throttle, when set, is client-side throttling of the downstream this
+	// policy calls, shared with every policy that holds the same one (see
+	// [overload.Throttle]): after the Limiter, every attempt, first, retry
+	// or hedge, asks it, and one it drops is not sent and the call stops
+	// with [ReasonThrottled]; every attempt that went out is counted when
+	// it ends, accepted by the downstream (it answered, with anything but
+	// an overload answer, [ErrOverloaded], before the attempt was cut) or
+	// not. Nil (the default): no throttling, and Do's cost is unchanged. A
+	// Throttle not built by [overload.NewThrottle] makes the policy
+	// invalid.
+	Throttle *overload.Throttle
 
 	// Answered, when set, says whether a value op returned without error
-	// is an answer given without the work ([OutcomeAnswered]: an
+	// is an answer given without the work ([overload.OutcomeAnswered]: an
 	// authentication failure, a route not found, a validation error): its
 	// latency is then not taught to the Limiter, which would take the
 	// downstream for fast. deadlinehttp's Transport sets it for 4xx
 	// answers but 408 and 429 when the policy has none. Asked only with a
-	// Limiter, or a RetryBudget that throttles; v is op's value.
+	// Limiter or a Throttle; v is op's value.
 	Answered func(v any) bool
 
 	// Hedge, when set with MaxHedges > 0, turns on hedged attempts: when
@@ -209,10 +225,12 @@ func (p *Policy) validate() error {
 		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("> 0 when Policy.Backoff.Max is set (%s); set Base to the first backoff, or Max to 0 for none", readable(p.Backoff.Max))}
 	case p.Backoff.Jitter > JitterNone:
 		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
-	case p.RetryBudget != nil && p.RetryBudget.bucket == 0:
+	case p.RetryBudget != nil && !p.RetryBudget.clock.Valid():
 		return &PolicyError{"Policy.RetryBudget", "RetryBudget{}", "nil or a budget from NewRetryBudget"}
-	case p.Limiter != nil && p.Limiter.initial == 0:
-		return &PolicyError{"Policy.Limiter", "Limiter{}", "nil or a limiter from NewLimiter"}
+	case p.Limiter != nil && p.Limiter.Limit() < 1:
+		return &PolicyError{"Policy.Limiter", "Limiter{}", "nil or a limiter from overload.NewLimiter"}
+	case p.Throttle != nil && p.Throttle.K() == 0:
+		return &PolicyError{"Policy.Throttle", "Throttle{}", "nil or a throttle from overload.NewThrottle"}
 	case p.Hedge != nil:
 		if err := p.Hedge.validate(); err != nil {
 			return err

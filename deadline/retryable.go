@@ -162,7 +162,7 @@ func isShed(err error) bool {
 // Overloaded marks err as the downstream's overload answer (an HTTP 429 or
 // 503, gRPC RESOURCE_EXHAUSTED), so that errors.Is(err, [ErrOverloaded])
 // holds: [Do] then counts the attempt as refused for client-side throttling
-// ([WithThrottle]) and as [OutcomeOverload] for a [Limiter]. errors.Is and
+// ([Policy.Throttle]) and as [overload.OutcomeOverload] for a [Policy.Limiter]. errors.Is and
 // errors.As still find the original error, whose message is unchanged;
 // [IsRetryable] still sees its marks. Overloaded(nil) is nil.
 func Overloaded(err error) error {

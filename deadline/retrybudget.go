@@ -2,8 +2,9 @@ package deadline
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/internal/ring"
 )
 
 // The retry budget's defaults, used when [NewRetryBudget] is given no
@@ -13,10 +14,6 @@ const (
 	DefaultRetryWindow  = 10 * time.Second // … counted over the last 10 s …
 	DefaultMinRetryRate = 10.0             // … plus 10 retries per second of window
 )
-
-// retryBuckets is the number of time buckets the window is divided into:
-// counts leave the window one bucket (a tenth of it) at a time.
-const retryBuckets = 10
 
 // RetryBudget bounds the retries of many calls together, so that a fleet of
 // callers does not multiply the load on a downstream that is failing: in
@@ -47,17 +44,10 @@ type RetryBudget struct {
 	ratio   float64
 	reserve float64 // minRate × window, in retries
 	window  time.Duration
-	bucket  time.Duration // window / retryBuckets
-	origin  time.Time     // the monotonic origin of bucket numbers
+	clock   ring.Clock
 
-	deposits    [retryBuckets]atomic.Uint64 // epoch<<32 | count
-	withdrawals [retryBuckets]atomic.Uint64
-
-	// Client-side throttling (WithThrottle): K, and the attempts asked
-	// for and accepted by the downstream in the same window.
-	k        float64
-	requests [retryBuckets]atomic.Uint64
-	accepts  [retryBuckets]atomic.Uint64
+	deposits    ring.Counts
+	withdrawals ring.Counts
 }
 
 // RetryBudgetOption configures a [RetryBudget] built by [NewRetryBudget].
@@ -109,35 +99,6 @@ func WithMinRetryRate(perSecond float64) RetryBudgetOption {
 	})
 }
 
-// WithThrottle adds client-side throttling, the form of Google's SRE book
-// ("Handling Overload", 2016), to the budget: every attempt, first, retry or
-// hedge, is counted as a request in the same window as the retries when it
-// ends (one its caller canceled, or a hedge that lost, is not counted), and
-// every attempt the downstream accepted (it answered, with anything but an
-// overload answer, [ErrOverloaded], before the attempt was cut) as an
-// accept; before an attempt goes out it is dropped on the client with
-// probability max(0, (requests − k × accepts) / (requests + 1)), and the
-// call stops with [ReasonThrottled]. A dropped attempt counts as a request
-// too, so the drop rate follows the downstream's own refusal rate. An
-// overload charge ([RetryBudget.Charge]) counts its n tokens as n refused
-// requests as well: one overload answer draws both the retries and the
-// first attempts down, in one accounting. An attempt answered with a shed
-// from the server's standing queue ([Shed]) is not counted at all.
-//
-// k is in [1, 100]: 2 (the book's value) lets the downstream refuse half of
-// the requests before any is dropped; 1.1 drops as soon as it refuses a
-// tenth. Anything else, NaN included, makes [NewRetryBudget] return a
-// [*PolicyError].
-func WithThrottle(k float64) RetryBudgetOption {
-	return retryBudgetOption(func(b *RetryBudget) error {
-		if !(k >= 1 && k <= 100) {
-			return &PolicyError{"deadline.WithThrottle", k, "in [1, 100] (e.g. 2: the SRE book's K)"}
-		}
-		b.k = k
-		return nil
-	})
-}
-
 // NewRetryBudget returns a RetryBudget with the defaults
 // ([DefaultRetryRatio], [DefaultRetryWindow], [DefaultMinRetryRate]) changed
 // by opts, whose window starts now. An invalid option returns a
@@ -153,8 +114,7 @@ func NewRetryBudget(opts ...RetryBudgetOption) (*RetryBudget, error) {
 		}
 	}
 	b.reserve *= b.window.Seconds()
-	b.bucket = max(b.window/retryBuckets, 1)
-	b.origin = time.Now()
+	b.clock = ring.NewClock(b.window)
 	return b, nil
 }
 
@@ -170,107 +130,44 @@ func (b *RetryBudget) Window() time.Duration { return b.window }
 // ([RetryBudget.Charge]) overdrew the budget, and saturates at math.MaxInt
 // (a minimum rate so large that the allowance does not fit an int).
 func (b *RetryBudget) Balance() int {
-	return b.balance(b.epoch())
+	return b.balance(b.clock.Epoch())
 }
 
 // Charge draws n tokens from the budget without asking, as if n retries had
 // been taken: an overload signal from the downstream (a 503 or 429 with no
 // Retry-After, say) makes the fleet's retries rarer at once. The balance
 // may go negative; the charge expires with the window like a retry. n <= 0
-// does nothing.
+// does nothing. (A [overload.Throttle] takes the same signal through its
+// own Charge.)
 func (b *RetryBudget) Charge(n int) {
 	if n > 0 {
-		e := b.epoch()
-		add(&b.withdrawals, e, n)
-		if b.k > 0 {
-			add(&b.requests, e, n)
-		}
-	}
-}
-
-// Throttle returns the throttling K ([WithThrottle]), 0 when off.
-func (b *RetryBudget) Throttle() float64 { return b.k }
-
-// DropProbability returns the probability that client-side throttling
-// drops an attempt now ([WithThrottle]): max(0, (requests − K × accepts) /
-// (requests + 1)) over the window; 0 when throttling is off.
-func (b *RetryBudget) DropProbability() float64 {
-	if b.k == 0 {
-		return 0
-	}
-	return b.dropP(b.epoch())
-}
-
-func (b *RetryBudget) dropP(e uint32) float64 {
-	var req, acc uint64
-	for i := range retryBuckets {
-		req += count(b.requests[i].Load(), e)
-		acc += count(b.accepts[i].Load(), e)
-	}
-	return max(0, (float64(req)-b.k*float64(acc))/float64(req+1))
-}
-
-// throttled reports whether throttling drops an attempt, draw being
-// uniform in [0, 1), and counts a dropped one as a request. An attempt that
-// goes out is counted when it ends ([RetryBudget.ended]): counted as it
-// started, every attempt in flight would weigh as a refusal until it
-// returns, and a cold budget would drop nearly everything while its first
-// attempts are out.
-func (b *RetryBudget) throttled(draw float64) bool {
-	e := b.epoch()
-	if draw < b.dropP(e) {
-		add(&b.requests, e, 1)
-		return true
-	}
-	return false
-}
-
-// ended counts an attempt that went out and ended, accepted by the
-// downstream or not.
-func (b *RetryBudget) ended(accepted bool) {
-	e := b.epoch()
-	add(&b.requests, e, 1)
-	if accepted {
-		add(&b.accepts, e, 1)
+		b.withdrawals.Add(b.clock.Epoch(), n)
 	}
 }
 
 // deposit counts a first attempt.
 func (b *RetryBudget) deposit() {
-	add(&b.deposits, b.epoch(), 1)
+	b.deposits.Add(b.clock.Epoch(), 1)
 }
 
 // withdraw asks for one retry. It reports whether the retry is allowed and
 // the balance after the decision.
 func (b *RetryBudget) withdraw() (bool, int) {
-	e := b.epoch()
-	add(&b.withdrawals, e, 1)
+	e := b.clock.Epoch()
+	b.withdrawals.Add(e, 1)
 	bal := b.balance(e)
 	if bal >= 0 {
 		return true, bal
 	}
 	// Overdrawn: give the token back (if its bucket has not moved on).
-	add(&b.withdrawals, e, -1)
+	b.withdrawals.Add(e, -1)
 	return false, bal + 1
-}
-
-// epoch is the number of the current bucket since the budget's origin,
-// truncated to 32 bits: after 2³² buckets (136 years of the default 1s
-// buckets, 50 days of 1ms ones) a bucket idle for exactly that long would
-// be counted again, for at most a window. A clock behind the origin (a budget built outside a
-// testing/synctest bubble and used inside it) counts as the origin.
-func (b *RetryBudget) epoch() uint32 {
-	return uint32(max(time.Since(b.origin), 0) / b.bucket)
 }
 
 // balance is the allowance of the window ending in bucket e less its
 // withdrawals.
 func (b *RetryBudget) balance(e uint32) int {
-	var dep, wd uint64
-	for i := range retryBuckets {
-		dep += count(b.deposits[i].Load(), e)
-		wd += count(b.withdrawals[i].Load(), e)
-	}
+	dep, wd := b.deposits.Sum(e), b.withdrawals.Sum(e)
 	// The small epsilon keeps a product such as 0.2 × 5 from rounding
 	// down to 0.
 	allow := math.Floor(b.ratio*float64(dep) + b.reserve + 1e-9)
@@ -281,49 +178,4 @@ func (b *RetryBudget) balance(e uint32) int {
 		return math.MaxInt
 	}
 	return int(min(int64(allow)-int64(wd), math.MaxInt))
-}
-
-// count is the count a bucket word holds if its epoch is within the window
-// ending at epoch e, else 0.
-func count(w uint64, e uint32) uint64 {
-	if e-uint32(w>>32) < retryBuckets {
-		return w & math.MaxUint32
-	}
-	return 0
-}
-
-// staleWriter bounds how far behind the bucket's epoch a writer may be for
-// add to drop its count rather than reset the bucket: far enough for a
-// goroutine descheduled across a window, far below 2³¹ so that a bucket
-// idle for that many epochs (25 days of 1ms buckets) is reset, not frozen.
-const staleWriter = 1 << 16
-
-// add adds delta to the count of bucket e in ring, the bucket being reset
-// first if it still holds an older epoch. A negative delta (an undo) does
-// nothing once the bucket has moved on, and never takes the count below 0;
-// the count saturates at 2³²−1.
-func add(ring *[retryBuckets]atomic.Uint64, e uint32, delta int) {
-	slot := &ring[e%retryBuckets]
-	for {
-		w := slot.Load()
-		var c uint64
-		switch we := uint32(w >> 32); {
-		case we == e:
-			c = w & math.MaxUint32
-		case delta < 0 || we-e < staleWriter:
-			// An undo after the bucket moved on, or a writer that read the
-			// clock a whole window ago and finds its bucket already reused
-			// for a later epoch: the count it meant has expired.
-			return
-		}
-		switch {
-		case delta < 0:
-			c -= min(c, uint64(-delta))
-		default:
-			c = min(c+uint64(delta), math.MaxUint32)
-		}
-		if slot.CompareAndSwap(w, uint64(e)<<32|c) {
-			return
-		}
-	}
 }

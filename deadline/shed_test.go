@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,11 +40,11 @@ func TestShedIsNotThrottled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b, err := deadline.NewRetryBudget(deadline.WithThrottle(2))
+				b, err := overload.NewThrottle()
 				require.NoError(t, err)
-				l, err := deadline.NewLimiter(deadline.WithBreaker(deadline.DefaultBreaker()))
+				l, err := overload.NewLimiter(overload.WithBreaker())
 				require.NoError(t, err)
-				p := deadline.Policy{MaxAttempts: 1, RetryBudget: b, Limiter: l, Rand: func(n int64) int64 { return n / 2 }} // draws 0.5
+				p := deadline.Policy{MaxAttempts: 1, Throttle: b, Limiter: l, Rand: func(n int64) int64 { return n / 2 }} // draws 0.5
 				sent, throttled := 0, 0
 				for range 100 {
 					_, err := deadline.Do(context.Background(), deadline.New(time.Second), p, func(context.Context, deadline.AttemptInfo) (string, error) {
@@ -66,7 +67,7 @@ func TestShedIsNotThrottled(t *testing.T) {
 				assert.Equal(t, 100, sent, "every attempt went out")
 				assert.Zero(t, throttled)
 				assert.Zero(t, b.DropProbability())
-				assert.Equal(t, "closed", fmt.Sprint(l.BreakerState()), "an overload answer is no failure for the breaker")
+				assert.Equal(t, "closed", fmt.Sprint(l.Breaker().State()), "an overload answer is no failure for the breaker")
 			})
 		})
 	}

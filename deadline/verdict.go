@@ -23,12 +23,12 @@ const (
 	// once, and retries were shed to keep them from multiplying its load.
 	VerdictRetriesThrottled Verdict = "retries_throttled"
 	// VerdictOverloaded: the downstream was at its capacity and the call
-	// was not sent ([ReasonLimited]: the [Limiter]'s queue was full, or
+	// was not sent ([ReasonLimited]: the [Policy.Limiter]'s queue was full, or
 	// the call could not finish from its place in it; [ReasonThrottled]:
 	// client-side throttling): neither the deadline nor the operation,
 	// but the downstream's capacity, ended it.
 	VerdictOverloaded Verdict = "downstream_overloaded"
-	// VerdictOpen: the [Limiter]'s breaker was open ([ReasonOpen]): the
+	// VerdictOpen: the [Policy.Limiter]'s breaker was open ([ReasonOpen]): the
 	// downstream has been failing, and nothing was sent.
 	VerdictOpen Verdict = "downstream_open"
 	// VerdictTooSlow: at least one attempt was bound by its ceiling and

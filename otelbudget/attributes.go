@@ -118,12 +118,12 @@ const (
 	AttrRetryBudgetBalance = attribute.Key("deadline.retry_budget.balance")
 )
 
-// On the call span of a call a [deadline.Limiter] or client-side throttling
+// On the call span of a call a [overload.Limiter] or client-side throttling
 // refused before an attempt went out (stop reasons "limited",
 // "downstream_open" and "throttled", [deadline.StopError.Refusal]): why, the
 // limit when it decided and the call's place in the queue.
 const (
-	// AttrLimitCause is the refusal's cause ([deadline.LimitCause]):
+	// AttrLimitCause is the refusal's cause ([overload.Cause]):
 	// "queue_full", "queue_timeout", "standing_queue", "open" or "throttled".
 	AttrLimitCause = attribute.Key("deadline.limit.cause")
 	// AttrLimitLimit is the limiter's limit when it refused (not set for

@@ -39,7 +39,7 @@ const (
 	// attribute step). A rise says a downstream fails for many callers at
 	// once and retries are being shed.
 	MetricRetryBudgetDenials = "deadline.retry_budget.denials"
-	// MetricLimitRefusals counts calls a [deadline.Limiter] or client-side
+	// MetricLimitRefusals counts calls a [overload.Limiter] or client-side
 	// throttling refused before an attempt went out, stop reasons limited,
 	// downstream_open and throttled (counter, {refusal}; attributes step,
 	// stop_reason, verdict). A rise says the downstream is at its capacity

@@ -13,6 +13,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Observer turns the [deadline.Hooks] of every call it observes into
@@ -454,12 +455,12 @@ func (o *Observer) callEnd(ctx context.Context, r deadline.CallResult) {
 }
 
 // limitAttrs says why a limiter or throttling refused an attempt.
-func limitAttrs(rf *deadline.LimitError) []attribute.KeyValue {
+func limitAttrs(rf *overload.RefusedError) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{AttrLimitCause.String(rf.Cause.String())}
 	switch rf.Cause {
-	case deadline.LimitQueueFull, deadline.LimitQueueTimeout:
+	case overload.CauseQueueFull, overload.CauseQueueTimeout:
 		attrs = append(attrs, AttrLimitLimit.Int(rf.Limit), AttrLimitQueuePosition.Int(rf.Position), AttrLimitWaitedMs.Int64(ms(rf.Waited)))
-	case deadline.LimitOpen:
+	case overload.CauseOpen:
 		attrs = append(attrs, AttrLimitLimit.Int(rf.Limit))
 	}
 	return attrs

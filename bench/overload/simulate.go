@@ -129,7 +129,7 @@ func (m Model) handlerEnd(ctx context.Context, now time.Time) (time.Time, bool) 
 const AdmissionThreshold = 0.05
 
 // AdmissionConfig describes the downstream with admission.
-const AdmissionConfig = "the downstream behind admission.NewAdmitter(Config{Queue: NewQueue(Workers, Backlog × capacity), " +
+const AdmissionConfig = "the downstream behind admission.NewAdmitter(Config{Limiter: NewQueue(Workers, Backlog × capacity), " +
 	"Learned: {Recorder, (*learn.Recorder).Live(Max 1s, MinSamples 100), Threshold 0.05}}) per route; the request carries what is left of the " +
 	"attempt's deadline as its budget, and its context ends when the attempt does (a waiting request leaves the queue; one being served is finished, " +
 	"or in the propagated variant stopped at the deadline the admission derived)"
@@ -158,7 +158,7 @@ func newAdmitted(m Model, rec *recorder) (*admitted, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q,
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q,
 		Learned: &admission.Learned{Recorder: lr, Estimator: live, Threshold: AdmissionThreshold}})
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 package overload
 
 // This file is every use of this project's API by the rows (package
-// deadline and deadline/learn; the downstream's admission is in
+// deadline, deadline/overload and deadline/learn; the downstream's admission is in
 // simulate.go): when that API moves, the rows are adapted here.
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/learn"
+	ov "github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Names of this project's rows.
@@ -39,10 +40,10 @@ type thisSpec struct {
 	// policy is the policy of a call of route; the caller adds the
 	// limiter, the retry budget, the learned floor and the hooks.
 	policy       func(route string) deadline.Policy
-	limiter      bool // Policy.Limiter: deadline.NewLimiter(opts...)
-	breaker      bool // the limiter with deadline.WithBreaker(DefaultBreaker())
+	limiter      bool // Policy.Limiter: overload.NewLimiter(opts...)
+	breaker      bool // the limiter with overload.WithBreaker()
 	budget       bool // Policy.RetryBudget: deadline.NewRetryBudget()
-	throttle     bool // the budget with deadline.WithThrottle(ThrottleK)
+	throttle     bool // Policy.Throttle: overload.NewThrottle(WithThrottleK(ThrottleK)), charged with the budget
 	learnedFloor bool // Policy.LearnedFloor on a live estimator
 }
 
@@ -63,9 +64,9 @@ const (
 	tunedConfig = "deadline.Do(ctx, deadline.FromContext(ctx), Policy{Name: the call's route, MaxAttempts 3, Floor 5ms, Backoff{10ms, 40ms, full jitter}"
 	floorConfig = "LearnedFloor{(*learn.Recorder).Live(Max 1s, MinSamples 20, Every 5, HalfLife 40), Threshold 0.05, ProbeShare 0.1}, the recorder's hooks"
 	// thisNewConfig describes the rows with the new parts.
-	thisNewConfig = tunedConfig + ", Limiter: deadline.NewLimiter(WithBreaker(deadline.DefaultBreaker())) (one for the downstream, shared by the routes, its defaults: " +
-		"adaptive limit, waiting only while the call can still finish), RetryBudget: deadline.NewRetryBudget(WithThrottle(2)) (shared; every 503 " +
-		"marked deadline.Overloaded and charging 5 tokens, as deadlinehttp.WithOverloadCharge(5), but a 503 shedding a request from the server's standing " +
+	thisNewConfig = tunedConfig + ", Limiter: overload.NewLimiter(WithBreaker()) (one for the downstream, shared by the routes, its defaults: " +
+		"adaptive limit, waiting only while the call can still finish), RetryBudget: deadline.NewRetryBudget(), Throttle: overload.NewThrottle() (shared; every 503 " +
+		"marked deadline.Overloaded and charging both 5 tokens, as deadlinehttp.WithOverloadCharge(5), but a 503 shedding a request from the server's standing " +
 		"queue (Deadline-Refused reason=standing_queue) marked deadline.Shed: not charged, not counted by the throttle, as deadlinehttp's Transport does), " + floorConfig + "}); a 503 is retryable, a budget refusal is not"
 	defaultConfig = "deadline.Do(ctx, deadline.FromContext(ctx), deadline.DefaultPolicy() (3 attempts, Floor 20ms, Backoff 50ms..400ms) with Name: the call's route"
 )
@@ -87,10 +88,10 @@ func thisRows() []Row {
 func thisUniformRows() []Row {
 	plain := thisSpec{policy: defaults, limiter: true}
 	all := thisSpec{policy: defaults, limiter: true, breaker: true, budget: true, throttle: true}
-	const bt = ", Limiter: deadline.NewLimiter(WithBreaker(deadline.DefaultBreaker())), RetryBudget: deadline.NewRetryBudget(WithThrottle(2)) (shared; a 503 " +
-		"marked deadline.Overloaded, charging 5 tokens; a shed from the server's standing queue marked deadline.Shed, not charged)"
+	const bt = ", Limiter: overload.NewLimiter(WithBreaker()), RetryBudget: deadline.NewRetryBudget(), Throttle: overload.NewThrottle() (shared; a 503 " +
+		"marked deadline.Overloaded, charging both 5 tokens; a shed from the server's standing queue marked deadline.Shed, not charged)"
 	return []Row{
-		{Name: ThisDefault, Config: defaultConfig + ", Limiter: deadline.NewLimiter() (its defaults, no breaker), no retry budget; against the plain downstream",
+		{Name: ThisDefault, Config: defaultConfig + ", Limiter: overload.NewLimiter() (its defaults, no breaker), no retry budget; against the plain downstream",
 			New: plain.new},
 		{Name: ThisDefaultBT, Config: defaultConfig + bt + "; against the plain downstream", New: all.new},
 		{Name: ThisDefaultWhole, Config: defaultConfig + bt + "; against the downstream with this project's server admission (" + AdmissionConfig + ")",
@@ -99,14 +100,15 @@ func thisUniformRows() []Row {
 }
 
 // thisCaller is one run's client of one of this project's rows: one
-// limiter for the downstream (shared by the routes, as deadline.Limiter
+// limiter for the downstream (shared by the routes, as overload.Limiter
 // recommends: limiters per route sharing a downstream each see the others'
 // queueing as their own; the policies' Names keep the routes' latencies
 // apart), one retry budget, one learned floor.
 type thisCaller struct {
 	spec   thisSpec
-	lim    *deadline.Limiter
+	lim    *ov.Limiter
 	budget *deadline.RetryBudget
+	thr    *ov.Throttle
 	rec    learn.Recorder
 	live   *learn.Live
 }
@@ -115,20 +117,21 @@ func (s thisSpec) new(Env) (Caller, error) {
 	t := &thisCaller{spec: s}
 	var err error
 	if s.limiter {
-		var opts []deadline.LimiterOption
+		var opts []ov.Option
 		if s.breaker {
-			opts = append(opts, deadline.WithBreaker(deadline.DefaultBreaker()))
+			opts = append(opts, ov.WithBreaker())
 		}
-		if t.lim, err = deadline.NewLimiter(opts...); err != nil {
+		if t.lim, err = ov.NewLimiter(opts...); err != nil {
 			return nil, err
 		}
 	}
 	if s.budget {
-		var opts []deadline.RetryBudgetOption
-		if s.throttle {
-			opts = append(opts, deadline.WithThrottle(ThrottleK))
+		if t.budget, err = deadline.NewRetryBudget(); err != nil {
+			return nil, err
 		}
-		if t.budget, err = deadline.NewRetryBudget(opts...); err != nil {
+	}
+	if s.throttle {
+		if t.thr, err = ov.NewThrottle(ov.WithThrottleK(ThrottleK)); err != nil {
 			return nil, err
 		}
 	}
@@ -152,6 +155,9 @@ func (t *thisCaller) Call(ctx context.Context, c Call, send Send) error {
 	if t.budget != nil {
 		p.RetryBudget = t.budget
 	}
+	if t.thr != nil {
+		p.Throttle = t.thr
+	}
 	if t.live != nil {
 		p.Hooks = t.rec.Hooks()
 		p.LearnedFloor = &deadline.LearnedFloor{Estimator: t.live, Threshold: 0.05, ProbeShare: 0.1}
@@ -164,6 +170,9 @@ func (t *thisCaller) Call(ctx context.Context, c Call, send Send) error {
 		case errors.Is(err, ErrOverloaded):
 			if t.budget != nil {
 				t.budget.Charge(OverloadCharge)
+			}
+			if t.thr != nil {
+				t.thr.Charge(OverloadCharge)
 			}
 			return struct{}{}, deadline.Retryable(deadline.Overloaded(err))
 		}

@@ -74,15 +74,15 @@ const (
 	// threshold ([Learned]).
 	RefusalLearned
 	// RefusalQueueTimeout: the call waited in the admission queue
-	// ([Queue]) until what was left of its budget could no longer
+	// ([NewQueue]) until what was left of its budget could no longer
 	// cover what the route needs (the learned service time, else the
 	// floor), or until its request ended: it left the queue without
 	// starting.
 	RefusalQueueTimeout
 	// RefusalQueueFull: the admission queue held as many waiting calls as
 	// it may, or the call waited in a standing queue as long as such a
-	// queue lets a call wait ([deadline.StandingWaitNeeds] × its need,
-	// with budget left: [Queue]): the server is overloaded, whatever the
+	// queue lets a call wait ([overload.StandingWaitNeeds] × its need,
+	// with budget left: [NewQueue]): the server is overloaded, whatever the
 	// budget. Unlike the others it says nothing about the budget: a
 	// transport answers it as overload (HTTP 503, gRPC RESOURCE_EXHAUSTED),
 	// without the refusal marker.
@@ -159,7 +159,7 @@ type Decision struct {
 	// was admitted anyway, as a probe ([Learned.ProbeShare]).
 	Probe bool
 	// Queued reports that the call waited in the admission queue
-	// ([Queue]); QueueWait is how long, until it got a slot or
+	// ([NewQueue]); QueueWait is how long, until it got a slot or
 	// left the queue refused. A call refused on arrival, the queue full or
 	// its request already ended, did not wait.
 	Queued    bool

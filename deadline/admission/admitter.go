@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // ServiceRecorder records how long a server's handler took for one call of
@@ -86,23 +87,20 @@ type Config struct {
 	// Learned, when not nil, adds admission by learned service time
 	// ([Learned]). It is copied.
 	Learned *Learned
-	// Queue, when not nil, bounds how many admitted calls run at once
-	// ([Queue]); several Admitters may share one.
-	Queue *Queue
-	// Limiter, when not nil, bounds them with an adaptive limit instead
-	// ([deadline.Limiter], its limit following the handlers' latency, with
-	// the same waiting rule as Queue's); several Admitters may share one.
-	// Set Queue or Limiter, not both. It must be built with
-	// [deadline.WithArrivalOrder] (the budget a caller claims must not buy
-	// its place: see [Queue]). A refusal of its breaker is answered as
-	// [RefusalQueueFull].
-	Limiter *deadline.Limiter
+	// Limiter, when not nil, bounds how many admitted calls run at once
+	// and how many wait: the fixed queue of [NewQueue], or an adaptive
+	// [overload.Limiter] whose limit follows the handlers' latency, with
+	// the same waiting rule; several Admitters may share one. It must be
+	// ordered by arrival ([overload.WithArrivalOrder], as NewQueue's is):
+	// the budget a caller claims must not buy its place (see [NewQueue]).
+	// A refusal of its breaker is answered as [RefusalQueueFull].
+	Limiter *overload.Limiter
 }
 
 // Admitter is a server's admission, configured once and used for every
 // call the server receives: the rule of [Admit] (inbound budget, maximum,
 // outer deadline, floor), then, when configured, the learned rule
-// ([Learned]) and the bounded admission queue ([Queue]).
+// ([Learned]) and the bounded admission queue ([Config.Limiter]).
 // Transports (deadlinehttp's middleware, deadlinegrpc's interceptors, and
 // next MCP and queue consumers) adapt this one piece: they read the inbound
 // budget, call [Admitter.Admit], answer a refusal in their own terms, run
@@ -112,26 +110,24 @@ type Config struct {
 type Admitter struct {
 	limits  Limits
 	learned *Learned
-	queue   *Queue
-	limiter *deadline.Limiter // the queue's, or Config.Limiter
+	limiter *overload.Limiter // Config.Limiter
 }
 
 // NewAdmitter checks c and returns its Admitter, or a [*deadline.PolicyError]
-// naming the first problem: invalid Limits ([Limits.Validate]), both Queue
-// and Limiter, a Limiter not in arrival order, an invalid [Learned].
+// naming the first problem: invalid Limits ([Limits.Validate]), a Limiter
+// not in arrival order or not built by [overload.NewLimiter], an invalid
+// [Learned].
 func NewAdmitter(c Config) (*Admitter, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Admitter{limits: c.Limits, queue: c.Queue, limiter: c.Limiter}
+	g := &Admitter{limits: c.Limits, limiter: c.Limiter}
 	switch {
-	case c.Queue != nil && c.Limiter != nil:
-		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "set with Queue", Allowed: "Queue or Limiter, not both"}
-	case c.Queue != nil:
-		g.limiter = c.Queue.l
+	case c.Limiter != nil && c.Limiter.Limit() < 1:
+		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "Limiter{}", Allowed: "nil or a limiter from NewQueue or overload.NewLimiter"}
 	case c.Limiter != nil && !c.Limiter.ArrivalOrder():
 		return nil, &deadline.PolicyError{Field: "admission.Config.Limiter", Value: "ordered by deadline",
-			Allowed: "a Limiter built with deadline.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
+			Allowed: "a Limiter built with overload.WithArrivalOrder(): a caller's claimed budget must not buy its place in the queue"}
 	}
 	if c.Learned != nil {
 		if err := c.Learned.validate(); err != nil {
@@ -143,8 +139,9 @@ func NewAdmitter(c Config) (*Admitter, error) {
 	return g, nil
 }
 
-// Queue returns the admission queue, nil when there is none.
-func (g *Admitter) Queue() *Queue { return g.queue }
+// Limiter returns the admission queue's limiter ([Config.Limiter]), nil
+// when there is none.
+func (g *Admitter) Limiter() *overload.Limiter { return g.limiter }
 
 // Admit decides one inbound call of route, on arrival: in is what the
 // caller sent, outer a deadline the call already runs under (the zero
@@ -155,7 +152,7 @@ func (g *Admitter) Queue() *Queue { return g.queue }
 // non-empty route, it asks the estimator how likely a call of route is to
 // complete within the effective budget, and refuses it with
 // [RefusalLearned] below the threshold (unless drawn as a probe). Then,
-// with an [Queue], it waits for a slot: while it waits, the call
+// with a queue ([Config.Limiter]), it waits for a slot: while it waits, the call
 // leaves the queue refused with [RefusalQueueTimeout] once what is left of
 // its budget could no longer cover what the route needs (the budget
 // learned to give the threshold's probability, or the floor when nothing
@@ -215,7 +212,7 @@ func (g *Admitter) Admit(ctx context.Context, route string, in Inbound, outer de
 type Ticket struct {
 	l     *Learned
 	q     bool // p holds a slot
-	p     deadline.Permit
+	p     overload.Permit
 	route string
 	start time.Time
 	end   time.Time // the call's deadline
@@ -224,7 +221,7 @@ type Ticket struct {
 }
 
 // Exclude takes d out of the service time that [Ticket.Done] records, and
-// out of the latency it teaches an adaptive limit ([deadline.Permit.Exclude]):
+// out of the latency it teaches an adaptive limit ([overload.Permit.Exclude]):
 // time the call spent waiting on its caller rather than working, such as
 // the Reads of a request body the client sends slowly or the Writes of an
 // answer it reads slowly (deadlinehttp excludes both). What a client
@@ -248,13 +245,13 @@ func (t *Ticket) Exclude(d time.Duration) {
 func (t *Ticket) Done(ctx context.Context, returned bool) {
 	if t.q {
 		t.p.Exclude(t.excluded)
-		o := deadline.OutcomeIgnore
+		o := overload.OutcomeIgnore
 		switch {
 		case !returned:
 		case ctx.Err() == nil:
-			o = deadline.OutcomeSuccess
+			o = overload.OutcomeSuccess
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			o = deadline.OutcomeCut
+			o = overload.OutcomeCut
 		}
 		t.p.Done(o)
 		t.q = false

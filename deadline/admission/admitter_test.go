@@ -156,7 +156,7 @@ func TestTicketRecords(t *testing.T) {
 		q, err := admission.NewQueue(1, 10)
 		require.NoError(t, err)
 		g, err := admission.NewAdmitter(admission.Config{
-			Limits: admission.Limits{MaxBudget: time.Second}, Queue: q,
+			Limits: admission.Limits{MaxBudget: time.Second}, Limiter: q,
 			Learned: &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05},
 		})
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // contended is a server whose handlers share a bounded resource: workers
@@ -79,7 +80,7 @@ type load struct {
 	dur      time.Duration
 	lo, hi   time.Duration
 	seed     uint64
-	newAdmit func() (*admission.Admitter, *deadline.Limiter, error)
+	newAdmit func() (*admission.Admitter, *overload.Limiter, error)
 }
 
 // result is what a run of [load] served: goodput (answers in time) as a
@@ -143,9 +144,9 @@ func (l load) run(t *testing.T) result {
 	return r
 }
 
-func adaptive(opts ...deadline.LimiterOption) func() (*admission.Admitter, *deadline.Limiter, error) {
-	return func() (*admission.Admitter, *deadline.Limiter, error) {
-		l, err := deadline.NewLimiter(append([]deadline.LimiterOption{deadline.WithArrivalOrder()}, opts...)...)
+func adaptive(opts ...overload.Option) func() (*admission.Admitter, *overload.Limiter, error) {
+	return func() (*admission.Admitter, *overload.Limiter, error) {
+		l, err := overload.NewLimiter(append([]overload.Option{overload.WithArrivalOrder()}, opts...)...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -165,20 +166,20 @@ func TestDefaultQueue(t *testing.T) {
 	q := admission.DefaultQueue()
 	require.Equal(t, workers, q.Limit())
 	require.Equal(t, admission.DefaultBacklogPerSlot*workers, q.Backlog())
-	withQueue := func(q func() *admission.Queue) func() (*admission.Admitter, *deadline.Limiter, error) {
-		return func() (*admission.Admitter, *deadline.Limiter, error) {
+	withQueue := func(q func() *overload.Limiter) func() (*admission.Admitter, *overload.Limiter, error) {
+		return func() (*admission.Admitter, *overload.Limiter, error) {
 			q := q()
-			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q})
-			return g, q.Limiter(), err
+			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q})
+			return g, q, err
 		}
 	}
-	unbounded := func() *admission.Queue {
+	unbounded := func() *overload.Limiter {
 		q, err := admission.NewQueue(workers, 1000)
 		require.NoError(t, err)
 		return q
 	}
 	for _, x := range []float64{0.8, 2} {
-		run := func(q func() *admission.Queue) result {
+		run := func(q func() *overload.Limiter) result {
 			return load{workers: workers, service: 20 * time.Millisecond, load: x, dur: 30 * time.Second,
 				lo: 100 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: withQueue(q)}.run(t)
 		}
@@ -191,8 +192,8 @@ func TestDefaultQueue(t *testing.T) {
 }
 
 // TestAdaptiveAdmissionDefaults: a server's adaptive admission with every
-// default ([deadline.NewLimiter] with [deadline.WithArrivalOrder] only, its
-// maximum [deadline.DefaultMaxLimit]) in front of handlers sharing 10
+// default ([overload.NewLimiter] with [overload.WithArrivalOrder] only, its
+// maximum [overload.DefaultMaxLimit]) in front of handlers sharing 10
 // workers keeps up with a fixed queue of exactly those 10 slots: at 2× and
 // 5× it serves ≥ 95 % of capacity (99.8–100 %), and below capacity it
 // refuses nothing. Overloaded, its limit stays near the workers (peaks of
@@ -227,7 +228,7 @@ func TestAdaptiveAdmissionDefaults(t *testing.T) {
 // TestAdaptiveAdmissionDefaultsIOBound: the same default maximum in front
 // of handlers that mostly wait (400 at once, 200 ms each: on a database, on
 // other services) at 0.8× refuses nothing once the limit has climbed from
-// [deadline.DefaultInitialLimit] (5 550 refusals in the first 10 s, 5.8 %
+// [overload.DefaultInitialLimit] (5 550 refusals in the first 10 s, 5.8 %
 // of the 60 s; none after): the limit must climb far above any multiple of
 // GOMAXPROCS (with a maximum of 64, 80 % are refused).
 func TestAdaptiveAdmissionDefaultsIOBound(t *testing.T) {
@@ -243,24 +244,24 @@ func TestAdaptiveAdmissionDefaultsIOBound(t *testing.T) {
 var figures = flag.Bool("admission.figures", false, "TestDefaultsFigures: print the tables the defaults' doc comments quote (about 15 s)")
 
 // TestDefaultsFigures prints the measurements behind [admission.DefaultBacklogPerSlot]
-// and [deadline.DefaultMaxLimit]: go test -run TestDefaultsFigures -v -admission.figures ./deadline/admission.
+// and [overload.DefaultMaxLimit]: go test -run TestDefaultsFigures -v -admission.figures ./deadline/admission.
 func TestDefaultsFigures(t *testing.T) {
 	if !*figures {
 		t.Skip("run with -admission.figures")
 	}
-	fixed := func(limit, backlog int) func() (*admission.Admitter, *deadline.Limiter, error) {
-		return func() (*admission.Admitter, *deadline.Limiter, error) {
+	fixed := func(limit, backlog int) func() (*admission.Admitter, *overload.Limiter, error) {
+		return func() (*admission.Admitter, *overload.Limiter, error) {
 			q, err := admission.NewQueue(limit, backlog)
 			if err != nil {
 				return nil, nil, err
 			}
-			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q})
-			return g, q.Limiter(), err
+			g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q})
+			return g, q, err
 		}
 	}
 	type row struct {
 		name     string
-		newAdmit func() (*admission.Admitter, *deadline.Limiter, error)
+		newAdmit func() (*admission.Admitter, *overload.Limiter, error)
 	}
 	for _, x := range []float64{0.8, 0.95, 1, 2, 5} {
 		for _, c := range []row{
@@ -280,9 +281,9 @@ func TestDefaultsFigures(t *testing.T) {
 	}
 	for _, c := range []row{
 		{"adaptive, defaults", adaptive()},
-		{"adaptive, max 256", adaptive(deadline.WithLimitRange(1, 20, 256))},
-		{"adaptive, max 64", adaptive(deadline.WithLimitRange(1, 20, 64))},
-		{"adaptive, max 16", adaptive(deadline.WithLimitRange(1, 16, 16))},
+		{"adaptive, max 256", adaptive(overload.WithLimitRange(1, 20, 256))},
+		{"adaptive, max 64", adaptive(overload.WithLimitRange(1, 20, 64))},
+		{"adaptive, max 16", adaptive(overload.WithLimitRange(1, 16, 16))},
 	} {
 		r := load{workers: 400, service: 200 * time.Millisecond, load: 0.8, dur: 60 * time.Second,
 			lo: 300 * time.Millisecond, hi: time.Second, seed: 1, newAdmit: c.newAdmit}.run(t)

@@ -12,8 +12,8 @@
 // An [Admitter] is that rule configured once for a server ([Config]), plus
 // what the server learns from its own traffic ([Learned]: refuse on
 // arrival a call whose budget is below what its route very likely needs)
-// and a bounded [Queue] (adaptive LIFO; a waiting call leaves as soon as
-// it can no longer finish). An admitted call holds a [Ticket] until its
+// and a bounded queue ([NewQueue]: adaptive LIFO; a waiting call leaves as
+// soon as it can no longer finish). An admitted call holds a [Ticket] until its
 // handler returns or panics.
 //
 // The client side, the budget a call spends across its attempts, is

@@ -46,7 +46,7 @@ func ExampleAdmitter() {
 		return
 	}
 	g, err := admission.NewAdmitter(admission.Config{
-		Limits: admission.Limits{MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond}, Queue: q,
+		Limits: admission.Limits{MaxBudget: 30 * time.Second, Floor: 5 * time.Millisecond}, Limiter: q,
 		Learned: &admission.Learned{Recorder: rec, Estimator: live, Threshold: 0.05},
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func ExampleAdmitter() {
 // DefaultQueue runs GOMAXPROCS of them at once and lets twice as many wait.
 func ExampleDefaultQueue() {
 	q := admission.DefaultQueue()
-	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Queue: q})
+	g, err := admission.NewAdmitter(admission.Config{Limits: admission.DefaultLimits(), Limiter: q})
 	if err != nil {
 		fmt.Println(err)
 		return

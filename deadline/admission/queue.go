@@ -7,21 +7,27 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
-// LIFOAfter is how long a [Queue] must have held waiting calls
+// LIFOAfter is how long a queue ([NewQueue]) must have held waiting calls
 // without a break before it serves the newest first: CoDel's interval, as
 // Facebook's servers use it to switch to LIFO ("Fail at Scale", 2015). It
-// is [deadline.LIFOAfter]: the queue is a [deadline.Limiter].
-const LIFOAfter = deadline.LIFOAfter
+// is [overload.LIFOAfter]: the queue is an [overload.Limiter].
+const LIFOAfter = overload.LIFOAfter
 
-// Queue bounds how many admitted calls a server runs at once
-// (limit) and how many may wait for a slot (backlog). [Admitter] uses it:
-// a call that finds every slot taken waits, and leaves without starting
-// ([RefusalQueueTimeout]) once what is left of its budget could no longer
-// cover what its route needs, or when its request ends; it never does work
-// nobody will receive the answer to. A call that finds the backlog full is
-// refused ([RefusalQueueFull]).
+// NewQueue returns the admission queue ([Config.Limiter]) that runs at
+// most limit calls at once (> 0) and lets at most backlog calls wait (>=
+// 0; 0: a call that finds every slot taken is refused at once); other
+// values return a [*deadline.PolicyError]: 0 is not "the default" (a
+// backlog of 0 means none wait); [DefaultQueue] is the queue without
+// numbers to pick. It bounds how many admitted
+// calls a server runs at once (limit) and how many may wait for a slot
+// (backlog). [Admitter] uses it: a call that finds every slot taken
+// waits, and leaves without starting ([RefusalQueueTimeout]) once what is
+// left of its budget could no longer cover what its route needs, or when
+// its request ends; it never does work nobody will receive the answer to.
+// A call that finds the backlog full is refused ([RefusalQueueFull]).
 //
 // # Order: adaptive LIFO
 //
@@ -54,13 +60,13 @@ const LIFOAfter = deadline.LIFOAfter
 // out), and a queue ordered by it would serve a request claiming the
 // maximum before honest ones. The claim only decides whether a call is
 // refused (it can no longer finish from its place) and clamps its budget
-// to the maximum. (A client's [deadline.Limiter] orders its own calls by
+// to the maximum. (A client's [overload.Limiter] orders its own calls by
 // their deadlines, which are its own.)
 //
 // # A standing queue bounds the wait
 //
-// Under a standing queue a call waits at most [deadline.StandingWaitNeeds]
-// × what its route needs (at least [deadline.MinStandingWait]), counted
+// Under a standing queue a call waits at most [overload.StandingWaitNeeds]
+// × what its route needs (at least [overload.MinStandingWait]), counted
 // from when the queue became standing or from its arrival if later; then it
 // is refused as overload ([RefusalQueueFull]: HTTP 503, gRPC
 // RESOURCE_EXHAUSTED), with the rest of its budget left for a retry
@@ -75,42 +81,30 @@ const LIFOAfter = deadline.LIFOAfter
 // admits it and refuses its oldest waiting call instead, the one it would
 // serve last.
 //
-// A Queue is a [deadline.Limiter] with a fixed limit in arrival order
-// ([deadline.WithArrivalOrder]): the waiting rule is written once, there,
-// and shared with the client side's limit ([deadline.Policy.Limiter]).
-// [Config.Limiter] gives a server an adaptive limit in its place.
+// The queue is an [overload.Limiter] with a fixed limit in arrival order
+// ([overload.WithFixedLimit], [overload.WithBacklog],
+// [overload.WithArrivalOrder]): the waiting rule is written once, there,
+// and shared with the client side's limit ([deadline.Policy.Limiter]). An
+// adaptive overload.Limiter, built with WithArrivalOrder, gives a server
+// an adaptive limit in its place.
 //
 // It is safe for concurrent use. A waiting call is the caller's own
 // goroutine, blocked until it gets a slot or leaves; the queue starts no
 // goroutine.
-type Queue struct {
-	limit, backlog int
-	l              *deadline.Limiter
-}
-
-// NewQueue returns a queue that runs at most limit calls at once
-// (> 0) and lets at most backlog calls wait (>= 0; 0: a call that finds
-// every slot taken is refused at once). Other values return a
-// [*deadline.PolicyError]: 0 is not "the default" (a backlog of 0 means
-// none wait); [DefaultQueue] is the queue without numbers to pick.
-func NewQueue(limit, backlog int) (*Queue, error) {
+func NewQueue(limit, backlog int) (*overload.Limiter, error) {
 	switch {
 	case limit <= 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue limit", Value: limit, Allowed: "> 0 calls at once"}
 	case backlog < 0:
 		return nil, &deadline.PolicyError{Field: "admission.NewQueue backlog", Value: backlog, Allowed: ">= 0 waiting calls (0: none wait)"}
 	}
-	l, err := deadline.NewLimiter(deadline.WithFixedLimit(limit), deadline.WithBacklog(backlog), deadline.WithArrivalOrder())
-	if err != nil {
-		return nil, err
-	}
-	return &Queue{limit: limit, backlog: backlog, l: l}, nil
+	return overload.NewLimiter(overload.WithFixedLimit(limit), overload.WithBacklog(backlog), overload.WithArrivalOrder())
 }
 
 // DefaultBacklogPerSlot is how many calls [DefaultQueue] lets wait per
 // slot. A backlog only bounds how many calls wait at once: how long each
 // waits is bounded by its own budget (it leaves once it can no longer
-// finish) and, under a standing queue, by [deadline.StandingWaitNeeds] ×
+// finish) and, under a standing queue, by [overload.StandingWaitNeeds] ×
 // its need. So a backlog larger than needed costs only the waiting calls'
 // memory, one too small refuses calls a passing burst would have served.
 // Measured in virtual time (TestDefaultsFigures: handlers sharing 10
@@ -129,7 +123,7 @@ const DefaultBacklogPerSlot = 2
 // other services), GOMAXPROCS says nothing about what the server can run:
 // pass [NewQueue] the size of what they wait on (the connection pool), or
 // use an adaptive limit ([Config.Limiter]), which finds it.
-func DefaultQueue() *Queue {
+func DefaultQueue() *overload.Limiter {
 	n := runtime.GOMAXPROCS(0)
 	q, err := NewQueue(n, DefaultBacklogPerSlot*n)
 	if err != nil {
@@ -138,24 +132,12 @@ func DefaultQueue() *Queue {
 	return q
 }
 
-// Limit returns how many calls the queue runs at once.
-func (q *Queue) Limit() int { return q.limit }
-
-// Backlog returns how many calls may wait.
-func (q *Queue) Backlog() int { return q.backlog }
-
-// Len returns how many calls run and how many wait, now.
-func (q *Queue) Len() (running, waiting int) { return q.l.Len() }
-
-// Limiter returns the limiter the queue is.
-func (q *Queue) Limiter() *deadline.Limiter { return q.l }
-
 // acquire takes a slot in l for a call that must end by end and needs need
-// once started, waiting only while it can (see [deadline.Limiter]): whether
+// once started, waiting only while it can (see [overload.Limiter]): whether
 // it waited, how long, the permit, and RefusalNone or the refusal
 // ([RefusalQueueTimeout], [RefusalQueueFull]; a limiter's open breaker and
 // its standing-queue bound are answered as full: overload).
-func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, deadline.Permit, Refusal) {
+func acquire(ctx context.Context, l *overload.Limiter, route string, end time.Time, need time.Duration) (bool, time.Duration, overload.Permit, Refusal) {
 	if p, ok := l.TryAcquire(route); ok {
 		return false, 0, p, RefusalNone
 	}
@@ -163,13 +145,13 @@ func acquire(ctx context.Context, l *deadline.Limiter, route string, end time.Ti
 	if err == nil {
 		return p.Queued, p.Waited, p, RefusalNone
 	}
-	var le *deadline.LimitError
+	var le *overload.RefusedError
 	if errors.As(err, &le) {
 		queued := le.Queued
-		if le.Cause == deadline.LimitQueueTimeout {
-			return queued, le.Waited, deadline.Permit{}, RefusalQueueTimeout
+		if le.Cause == overload.CauseQueueTimeout {
+			return queued, le.Waited, overload.Permit{}, RefusalQueueTimeout
 		}
-		return queued, le.Waited, deadline.Permit{}, RefusalQueueFull
+		return queued, le.Waited, overload.Permit{}, RefusalQueueFull
 	}
-	return false, 0, deadline.Permit{}, RefusalQueueFull
+	return false, 0, overload.Permit{}, RefusalQueueFull
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // queued returns an Admitter with a queue of limit slots and backlog
@@ -22,7 +23,7 @@ func queued(t *testing.T, limit, backlog int, st *serviceTimes) *admission.Admit
 	t.Helper()
 	q, err := admission.NewQueue(limit, backlog)
 	require.NoError(t, err)
-	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Queue: q}
+	c := admission.Config{Limits: admission.Limits{MaxBudget: time.Second, Floor: 10 * time.Millisecond}, Limiter: q}
 	if st != nil {
 		c.Learned = &admission.Learned{Recorder: st, Estimator: st, Threshold: 0.05}
 	}
@@ -126,10 +127,10 @@ func TestQueueLeavesWhenItCannotFinish(t *testing.T) {
 				assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal, "refusal %s", waiter.a.Refusal)
 				assert.InDelta(t, float64(tt.leave), float64(waiter.at), float64(2*time.Millisecond), "left at %v", waiter.at)
 				assert.Equal(t, waiter.at, waiter.a.QueueWait)
-				_, waiting := g.Queue().Len()
+				_, waiting := g.Limiter().Len()
 				assert.Zero(t, waiting)
 				holder.tk.Done(t.Context(), true)
-				running, _ := g.Queue().Len()
+				running, _ := g.Limiter().Len()
 				assert.Zero(t, running, "the holder's slot is freed, nobody takes it")
 			})
 		})
@@ -148,7 +149,7 @@ func TestQueueLeavesWhenTheRequestEnds(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, admission.RefusalQueueTimeout, waiter.a.Refusal)
 		assert.Equal(t, 5*time.Millisecond, waiter.at, "at once")
-		_, waiting := g.Queue().Len()
+		_, waiting := g.Limiter().Len()
 		assert.Zero(t, waiting)
 		holder.tk.Done(t.Context(), true)
 
@@ -226,7 +227,7 @@ func TestQueueOrder(t *testing.T) {
 					}
 				}
 				wg.Wait()
-				running, waiting := g.Queue().Len()
+				running, waiting := g.Limiter().Len()
 				assert.Zero(t, running+waiting)
 			})
 		})
@@ -248,17 +249,17 @@ func TestQueueStandingWait(t *testing.T) {
 		late := arrive(t.Context(), g, &wg, time.Second) // comes into a standing queue
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		_, waiting := g.Queue().Len()
+		_, waiting := g.Limiter().Len()
 		assert.Equal(t, 2, waiting, "early still waits: the queue has stood for 6 ms of its 20")
 		wg.Wait()
 		// early: the queue stood from 100 ms, so it leaves at 120 ms;
 		// late: it came at 105 ms, so it leaves at 125 ms.
 		assert.Equal(t, admission.RefusalQueueFull, early.a.Refusal)
-		assert.Equal(t, admission.LIFOAfter+deadline.StandingWaitNeeds*10*time.Millisecond, early.a.QueueWait)
+		assert.Equal(t, admission.LIFOAfter+overload.StandingWaitNeeds*10*time.Millisecond, early.a.QueueWait)
 		assert.Equal(t, admission.RefusalQueueFull, late.a.Refusal)
-		assert.Equal(t, deadline.StandingWaitNeeds*10*time.Millisecond, late.a.QueueWait)
+		assert.Equal(t, overload.StandingWaitNeeds*10*time.Millisecond, late.a.QueueWait)
 		holder.tk.Done(t.Context(), true)
-		running, waiting := g.Queue().Len()
+		running, waiting := g.Limiter().Len()
 		assert.Zero(t, running+waiting)
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -305,7 +306,7 @@ func TestQueueFullLIFOEvictsTheOldest(t *testing.T) {
 		wg.Wait()
 		assert.False(t, middle.a.Refused())
 		middle.tk.Done(t.Context(), true)
-		running, waiting := g.Queue().Len()
+		running, waiting := g.Limiter().Len()
 		assert.Zero(t, running+waiting)
 	})
 }
@@ -336,7 +337,7 @@ func TestQueueHandOffUnderLoad(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(200), served.Load()+refused.Load())
 	assert.Positive(t, served.Load())
-	running, waiting := g.Queue().Len()
+	running, waiting := g.Limiter().Len()
 	assert.Zero(t, running, "every slot returned")
 	assert.Zero(t, waiting)
 }

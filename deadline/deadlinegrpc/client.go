@@ -264,6 +264,9 @@ func (c *Client) prepare(ctx context.Context, cc *grpc.ClientConn, method string
 	if p.Limiter == nil {
 		p.Limiter = c.cfg.limiter
 	}
+	if p.Throttle == nil {
+		p.Throttle = c.cfg.throttle
+	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	safe := retry && m.safe
 	if !safe && (p.MaxAttempts > 1 || hedges(p)) && c.debug(ctx) {

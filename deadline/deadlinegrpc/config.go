@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultBudget is the budget a [Client] gives an RPC whose context carries
@@ -36,8 +37,9 @@ type clientConfig struct {
 	files         *protoregistry.Files
 	exempt        exemptSet
 	logger        *slog.Logger
-	limiter       *deadline.Limiter // WithLimiter's, for policies with none
-	err           error             // the first invalid option, returned by NewClient
+	limiter       *overload.Limiter  // WithLimiter's, for policies with none
+	throttle      *overload.Throttle // WithThrottle's, for policies with none
+	err           error              // the first invalid option, returned by NewClient
 }
 
 // codeCount bounds the gRPC status codes: 0 (OK) to 16 (UNAUTHENTICATED).
@@ -148,7 +150,7 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 }
 
 // WithLimiter sets the concurrency limiter of every RPC whose policy has
-// none ([deadline.Policy.Limiter]): one [deadline.Limiter] per downstream
+// none ([deadline.Policy.Limiter]): one [overload.Limiter] per downstream
 // (per ClientConn's target), shared by its methods (the policy's Name, the
 // method by default, keeps their latencies apart). An attempt takes a slot
 // before it is sent, and waits for one only while it can still finish; a
@@ -158,11 +160,23 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 // [deadline.ErrDownstreamOpen], never context.DeadlineExceeded). A retryable
 // RESOURCE_EXHAUSTED or UNAVAILABLE is marked [deadline.Overloaded]: an
 // overload for the limiter and for client-side throttling
-// ([deadline.WithThrottle]), not a failure for its breaker. A nil l adds
-// nothing; one not built by [deadline.NewLimiter] makes every RPC fail
+// ([WithThrottle]), not a failure for its breaker. A nil l adds
+// nothing; one not built by [overload.NewLimiter] makes every RPC fail
 // with a [*deadline.PolicyError].
-func WithLimiter(l *deadline.Limiter) ClientOption {
+func WithLimiter(l *overload.Limiter) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
+}
+
+// WithThrottle sets the client-side throttling of every RPC whose policy
+// has none ([deadline.Policy.Throttle]): one [overload.Throttle] per
+// downstream, shared by its methods. Once the downstream refuses most RPCs
+// (RESOURCE_EXHAUSTED or UNAVAILABLE, marked [deadline.Overloaded]), an RPC
+// is dropped on the client with the throttle's probability and fails with
+// a [*deadline.StopError] whose Reason is [deadline.ReasonThrottled]. A
+// nil t adds nothing; one not built by [overload.NewThrottle] makes every
+// RPC fail with a [*deadline.PolicyError].
+func WithThrottle(t *overload.Throttle) ClientOption {
+	return clientOptionFunc(func(c *clientConfig) { c.throttle = t })
 }
 
 // WithLogger sets where the client reports what it decided without failing

@@ -1,8 +1,8 @@
 package deadlinegrpc
 
 import (
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // WithLearnedAdmission makes the server learn how long each method's unary
@@ -30,13 +30,13 @@ func WithLearnedAdmission(l admission.Learned) ServerOption {
 
 // WithAdmissionQueue bounds how many unary RPCs the server's handlers run
 // at once (limit) and how many may wait for a slot (backlog), with a
-// [admission.Queue] (adaptive LIFO: its doc says why). An RPC that
+// [admission.NewQueue] (adaptive LIFO: its doc says why). An RPC that
 // finds every slot taken waits; it is answered DEADLINE_EXCEEDED with
 // [RefusedTrailer] "reason=queue_timeout", without the handler running, as
 // soon as what is left of its budget could no longer cover what its method
 // needs (the learned service time of [WithLearnedAdmission], else the
 // floor), or when it ends. An RPC that finds the backlog full, or that
-// waited in a standing queue as long as [admission.Queue] lets it (twice
+// waited in a standing queue as long as [admission.NewQueue] lets it (twice
 // its need), is answered RESOURCE_EXHAUSTED without the trailer: overload,
 // not a budget too small. Streams are not queued. limit <= 0 or backlog < 0 makes NewServer
 // return a [*deadline.PolicyError].
@@ -56,14 +56,14 @@ func WithAdmissionQueue(limit, backlog int) ServerOption {
 
 // WithAdmissionLimiter bounds how many unary RPCs the server's handlers run
 // at once with an adaptive limit in place of [WithAdmissionQueue]'s fixed
-// one: a [deadline.Limiter], whose limit follows the handlers' latency
+// one: a [overload.Limiter], whose limit follows the handlers' latency
 // against its baseline per method, with the same waiting rule and answers
 // (DEADLINE_EXCEEDED with [RefusedTrailer] "reason=queue_timeout" when a
 // waiting RPC can no longer finish, RESOURCE_EXHAUSTED when the backlog is
 // full or its breaker open). Streams are not limited. l must be built with
-// [deadline.WithArrivalOrder]: the deadline a client sends must not buy
+// [overload.WithArrivalOrder]: the deadline a client sends must not buy
 // its place in the queue. Setting both, or l in deadline order, makes
 // NewServer return a [*deadline.PolicyError]; a nil l adds nothing.
-func WithAdmissionLimiter(l *deadline.Limiter) ServerOption {
+func WithAdmissionLimiter(l *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // TestClientLimiter: with WithLimiter, an RPC that finds the limit reached
@@ -32,8 +33,9 @@ func TestClientLimiter(t *testing.T) {
 		}
 		return in, nil
 	}}
-	b := deadline.Breaker{FailureRatio: 0.5, MinCalls: 2, Window: deadline.DefaultLimitWindow * 100, OpenFor: deadline.DefaultLimitWindow * 10, Probes: 1}
-	l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(0), deadline.WithBreaker(b))
+	l, err := overload.NewLimiter(overload.WithLimitRange(1, 1, 1), overload.WithBacklog(0), overload.WithBreaker(
+		overload.WithFailureRatio(0.5, 2), overload.WithFailureWindow(overload.DefaultLimitWindow*100),
+		overload.WithOpenFor(overload.DefaultLimitWindow*10), overload.WithProbes(1, 0)))
 	require.NoError(t, err)
 	p := deadline.DefaultPolicy()
 	p.MaxAttempts = 1
@@ -61,8 +63,37 @@ func TestClientLimiter(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, deadline.ErrOverloaded)
 	}
-	assert.Equal(t, "closed", l.BreakerState().String(), "overload answers are no failures")
+	assert.Equal(t, "closed", l.Breaker().State().String(), "overload answers are no failures")
 	out, err := v.get(context.Background(), mGet, "ok")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
+}
+
+// TestClientThrottle: with WithThrottle, once the server answers
+// RESOURCE_EXHAUSTED to most RPCs, RPCs are dropped on the client with
+// ReasonThrottled, without being sent.
+func TestClientThrottle(t *testing.T) {
+	e := &echo{handle: func(ctx context.Context, c call, in string) (string, error) {
+		return "", status.Error(codes.ResourceExhausted, "busy")
+	}}
+	th, err := overload.NewThrottle(overload.WithThrottleK(1.1))
+	require.NoError(t, err)
+	p := deadline.DefaultPolicy()
+	p.MaxAttempts = 1
+	client := newClient(t, deadlinegrpc.WithThrottle(th), deadlinegrpc.WithPolicy(p))
+	v := start(t, loopback, e, nil, client)
+	throttled := 0
+	for range 40 {
+		_, err := v.get(context.Background(), mGet, "x")
+		require.Error(t, err)
+		if errors.Is(err, deadline.ErrThrottled) {
+			throttled++
+			var se *deadline.StopError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, deadline.ReasonThrottled, se.Reason)
+		}
+	}
+	assert.Positive(t, throttled)
+	assert.Equal(t, 40-throttled, e.count(mGet), "a throttled RPC is not sent")
+	assert.Greater(t, th.DropProbability(), 0.5)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultMaxBudget is the largest budget a [Server] grants an RPC, and the
@@ -45,8 +46,8 @@ type serverConfig struct {
 	limits    admission.Limits // WithMaxBudget, WithFloor (Limits.Validate checks them)
 	admission []func(ctx context.Context, method string, a Admission)
 	learned   *admission.Learned // WithLearnedAdmission
-	queue     *admission.Queue   // WithAdmissionQueue
-	limiter   *deadline.Limiter  // WithAdmissionLimiter
+	queue     *overload.Limiter  // WithAdmissionQueue
+	limiter   *overload.Limiter  // WithAdmissionLimiter
 	exempt    exemptSet
 	err       error
 }
@@ -146,7 +147,15 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
+	lim := c.limiter
+	if c.queue != nil {
+		if lim != nil {
+			return nil, &deadline.PolicyError{Field: "deadlinegrpc.WithAdmissionLimiter", Value: "set with WithAdmissionQueue",
+				Allowed: "WithAdmissionQueue or WithAdmissionLimiter, not both"}
+		}
+		lim = c.queue
+	}
+	unary, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Limiter: lim})
 	if err != nil {
 		return nil, err
 	}

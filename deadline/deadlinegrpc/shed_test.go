@@ -16,6 +16,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinegrpc"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // TestServerShedsFromAStandingQueue: an RPC that waited in a standing
@@ -74,10 +75,12 @@ func TestClientRetriesAShed(t *testing.T) {
 			_ = grpc.SetTrailer(ctx, metadata.Pairs(deadlinegrpc.RefusedTrailer, "budget-ms=900, floor-ms=0, reason="+in))
 			return "", status.Error(codes.ResourceExhausted, "busy")
 		}}
-		b, err := deadline.NewRetryBudget(deadline.WithThrottle(2))
+		b, err := deadline.NewRetryBudget()
+		require.NoError(t, err)
+		th, err := overload.NewThrottle()
 		require.NoError(t, err)
 		p := deadline.DefaultPolicy()
-		p.RetryBudget = b
+		p.RetryBudget, p.Throttle = b, th
 		v := start(t, inMemory, e, nil, newClient(t, deadlinegrpc.WithPolicy(p)))
 
 		for range 20 {
@@ -89,7 +92,7 @@ func TestClientRetriesAShed(t *testing.T) {
 			assert.NotErrorIs(t, err, deadline.ErrThrottled)
 		}
 		assert.Equal(t, 60, e.count(mGet), "every shed RPC was retried, none throttled")
-		assert.Zero(t, b.DropProbability())
+		assert.Zero(t, th.DropProbability())
 
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()

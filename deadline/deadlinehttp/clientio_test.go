@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // slowReader is a ResponseWriter whose client reads slowly: every Write
@@ -74,7 +74,7 @@ func TestHandlerSlowClientsDoNotLowerTheLimit(t *testing.T) {
 	for _, slowClient := range []string{"uploads", "readers"} {
 		t.Run(slowClient, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l, err := deadline.NewLimiter(deadline.WithArrivalOrder())
+				l, err := overload.NewLimiter(overload.WithArrivalOrder())
 				require.NoError(t, err)
 				h, err := deadlinehttp.NewHandler(work, deadlinehttp.WithAdmissionLimiter(l))
 				require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestHandlerSlowReadersDoNotTeachSlowness(t *testing.T) {
 // the fast route is not refused. Before, they shared one baseline.
 func TestHandlerPerRouteByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := deadline.NewLimiter(deadline.WithArrivalOrder())
+		l, err := overload.NewLimiter(overload.WithArrivalOrder())
 		require.NoError(t, err)
 		sleep := func(d time.Duration) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { time.Sleep(d) })
@@ -229,7 +229,7 @@ func (h *hijackable) ReadFrom(r io.Reader) (int64, error) {
 // middleware times the client keeps Flusher, Hijacker, ReaderFrom and the
 // ResponseController's way to the original.
 func TestHandlerWriterKeepsInterfaces(t *testing.T) {
-	l, err := deadline.NewLimiter(deadline.WithArrivalOrder())
+	l, err := overload.NewLimiter(overload.WithArrivalOrder())
 	require.NoError(t, err)
 	var checked bool
 	h, err := deadlinehttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultBudget is the budget a [Transport] gives a request whose context
@@ -30,7 +31,8 @@ type config struct {
 	header        string
 	retryStatus   map[int]bool
 	retryBudget   *deadline.RetryBudget // WithRetryBudget's, for policies with none
-	limiter       *deadline.Limiter     // WithLimiter's, for policies with none
+	limiter       *overload.Limiter     // WithLimiter's, for policies with none
+	throttle      *overload.Throttle    // WithThrottle's, for policies with none
 	overload      int                   // WithOverloadCharge's
 	err           error                 // the first invalid option, returned by every RoundTrip
 }
@@ -54,6 +56,9 @@ func newConfig(opts []Option) config {
 	}
 	if c.policy.Limiter == nil {
 		c.policy.Limiter = c.limiter
+	}
+	if c.policy.Throttle == nil {
+		c.policy.Throttle = c.throttle
 	}
 	if c.err == nil {
 		c.err = c.policy.Validate()
@@ -196,7 +201,7 @@ func WithRetryBudget(b *deadline.RetryBudget) Option {
 }
 
 // WithLimiter sets the concurrency limiter of every request whose policy
-// has none ([deadline.Policy.Limiter]): one [deadline.Limiter] per
+// has none ([deadline.Policy.Limiter]): one [overload.Limiter] per
 // downstream, shared by every route the Transport calls there (the
 // policy's Name, "HTTP GET" by default, keeps their latencies apart). An
 // attempt takes a slot before it is sent, and waits for one only while it
@@ -206,16 +211,32 @@ func WithRetryBudget(b *deadline.RetryBudget) Option {
 // (its breaker open), matching [deadline.ErrLimited] or
 // [deadline.ErrDownstreamOpen], never context.DeadlineExceeded. A 429, 503
 // or 529 answer is marked [deadline.Overloaded]: an overload for the
-// limiter and for client-side throttling ([deadline.WithThrottle] on the
-// retry budget), not a failure for its breaker. Any other 4xx but 408 is
-// an answer given without the work ([deadline.OutcomeAnswered], through
+// limiter and for client-side throttling ([WithThrottle]), not a failure
+// for its breaker. Any other 4xx but 408 is
+// an answer given without the work ([overload.OutcomeAnswered], through
 // [deadline.Policy.Answered] unless the policy sets its own): a success for
 // the breaker, no latency for the limit. A policy that has its own
 // limiter keeps it. A nil l adds nothing; one not built by
-// [deadline.NewLimiter] makes every RoundTrip return a
+// [overload.NewLimiter] makes every RoundTrip return a
 // [*deadline.PolicyError].
-func WithLimiter(l *deadline.Limiter) Option {
+func WithLimiter(l *overload.Limiter) Option {
 	return optionFunc(func(c *config) { c.limiter = l })
+}
+
+// WithThrottle sets the client-side throttling of every request whose
+// policy has none ([deadline.Policy.Throttle]): one [overload.Throttle] per
+// downstream, shared by every route the Transport calls there. Once the
+// downstream refuses most requests (429, 503 and 529 answers, marked
+// [deadline.Overloaded], and requests cut before an answer), a request is
+// dropped on the client with the throttle's probability and gets no
+// response and a [*deadline.StopError] whose Reason is
+// [deadline.ReasonThrottled], matching [deadline.ErrThrottled]. With
+// [WithOverloadCharge], an overload answer without a delay also charges
+// the throttle its n refused requests. A policy that has its own throttle
+// keeps it. A nil t adds nothing; one not built by [overload.NewThrottle]
+// makes every RoundTrip return a [*deadline.PolicyError].
+func WithThrottle(t *overload.Throttle) Option {
+	return optionFunc(func(c *config) { c.throttle = t })
 }
 
 // WithOverloadCharge makes a server's overload signal draw the request's
@@ -224,11 +245,12 @@ func WithLimiter(l *deadline.Limiter) Option {
 // [AzureRetryAfterMsHeader]), n tokens are charged to the budget the
 // request runs under ([deadline.RetryBudget.Charge]), on top of the one the
 // retry itself would take, so that every caller sharing the budget backs
-// off at once. A delay is the server's own answer to when to come back,
-// and is not charged; nor is a 503 that sheds the request from a standing
-// admission queue ([RefusedHeader] "reason=standing_queue": the server's
-// admission choosing whom to serve, not a downstream failing). It applies
-// only to a request that has a budget ([WithRetryBudget]
+// off at once (and, with a throttle, [WithThrottle], n refused requests to
+// it). A delay is the server's own answer to when to come back, and is not
+// charged; nor is a 503 that sheds the request from a standing admission
+// queue ([RefusedHeader] "reason=standing_queue": the server's admission
+// choosing whom to serve, not a downstream failing). It applies only to a
+// request that has a budget ([WithRetryBudget]
 // or its policy's) and to statuses that count as retryable
 // ([WithRetryStatuses]). The default, 0, charges nothing; n < 0 makes every
 // RoundTrip return a [*deadline.PolicyError].

@@ -82,12 +82,11 @@
 // gRPC interceptors.
 //
 // On the client side, [WithLimiter] bounds the requests in flight to a
-// downstream with a [deadline.Limiter] (one per downstream): a request waits
+// downstream with a [overload.Limiter] (one per downstream): a request waits
 // for a slot only while it can still finish, and a refused one is not sent
 // ([deadline.ReasonLimited], or [deadline.ReasonOpen] when its breaker is
-// open). With [WithRetryBudget] and [deadline.WithThrottle], 429, 503 and
-// 529 answers drive client-side throttling in the same accounting as the
-// retries.
+// open). With [WithThrottle], 429, 503 and 529 answers drive client-side
+// throttling ([overload.Throttle]).
 //
 // A handler wrapped by [NewHandler] finds the budget in its request's
 // context, both as a [deadline.Deadline] and as the context's deadline, so

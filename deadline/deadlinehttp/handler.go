@@ -7,6 +7,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultMaxBudget is the largest budget [NewHandler] grants a request, and
@@ -30,8 +31,8 @@ type handlerConfig struct {
 	bodyRead  bool // WithBodyReadDeadline
 	learned   *admission.Learned
 	route     func(r *http.Request) string
-	queue     *admission.Queue
-	limiter   *deadline.Limiter // WithAdmissionLimiter's
+	queue     *overload.Limiter
+	limiter   *overload.Limiter // WithAdmissionLimiter's
 	err       error             // the first invalid option, returned by NewHandler
 }
 
@@ -200,7 +201,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 }
 
 // WithAdmissionQueue bounds how many requests next runs at once (limit) and
-// how many may wait for a slot (backlog), with a [admission.Queue]:
+// how many may wait for a slot (backlog), with the queue of [admission.NewQueue]:
 // adaptive LIFO, its doc says why. A request that finds every slot taken
 // waits; it is answered 504 with [RefusedHeader], "reason=queue_timeout",
 // without next running, as soon as what is left of its budget could no
@@ -209,7 +210,7 @@ func WithRoute(f func(r *http.Request) string) HandlerOption {
 // reading when its request ends (the client gone). A request that finds
 // the backlog full is answered 503 Service Unavailable, without
 // [RefusedHeader]: overload, not a budget too small. One that waited in a
-// standing queue as long as [admission.Queue] lets it (twice its need), or
+// standing queue as long as [admission.NewQueue] lets it (twice its need), or
 // that a newer request displaced from a full backlog, is shed: 503 with
 // [RefusedHeader] "reason=standing_queue", which the [Transport] retries
 // without charging the retry budget ([WithOverloadCharge]) and which
@@ -231,18 +232,18 @@ func WithAdmissionQueue(limit, backlog int) HandlerOption {
 
 // WithAdmissionLimiter bounds how many requests next runs at once with an
 // adaptive limit in place of [WithAdmissionQueue]'s fixed one: a
-// [deadline.Limiter], whose limit follows the handlers' latency against its
+// [overload.Limiter], whose limit follows the handlers' latency against its
 // baseline per route, with the same waiting rule and answers (504 with
 // [RefusedHeader] "reason=queue_timeout" when a waiting request can no
 // longer finish, 503 when the backlog is full or its breaker open). Its
 // latency is learned per route ([WithRoute]; r.Pattern by default), less
 // the time blocked on the client, as [WithLearnedAdmission] records it:
 // slow uploads and slow readers do not lower the limit. Several
-// handlers may share one. l must be built with [deadline.WithArrivalOrder]:
+// handlers may share one. l must be built with [overload.WithArrivalOrder]:
 // the budget header is the client's claim and must not buy its place in
 // the queue. Setting both, or l in deadline order, makes NewHandler return
 // a [*deadline.PolicyError]; a nil l adds nothing.
-func WithAdmissionLimiter(l *deadline.Limiter) HandlerOption {
+func WithAdmissionLimiter(l *overload.Limiter) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.limiter = l })
 }
 
@@ -320,7 +321,15 @@ func NewHandler(next http.Handler, opts ...HandlerOption) (http.Handler, error) 
 	if c.err != nil {
 		return nil, c.err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Queue: c.queue, Limiter: c.limiter})
+	lim := c.limiter
+	if c.queue != nil {
+		if lim != nil {
+			return nil, &deadline.PolicyError{Field: "deadlinehttp.WithAdmissionLimiter", Value: "set with WithAdmissionQueue",
+				Allowed: "WithAdmissionQueue or WithAdmissionLimiter, not both"}
+		}
+		lim = c.queue
+	}
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.limits, Learned: c.learned, Limiter: lim})
 	if err != nil {
 		return nil, err
 	}

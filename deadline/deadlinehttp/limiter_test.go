@@ -16,6 +16,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinehttp"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // TestTransportLimiter: with WithLimiter, a request that finds the limit
@@ -33,7 +34,7 @@ func TestTransportLimiter(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	l, err := deadline.NewLimiter(deadline.WithFixedLimit(1), deadline.WithBacklog(0))
+	l, err := overload.NewLimiter(overload.WithFixedLimit(1), overload.WithBacklog(0))
 	require.NoError(t, err)
 	tr := deadlinehttp.NewTransport(nil, deadlinehttp.WithLimiter(l))
 	defer tr.CloseIdleConnections()
@@ -57,7 +58,7 @@ func TestTransportLimiter(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, deadline.ReasonLimited, se.Reason)
 	require.NotNil(t, se.Refusal)
-	assert.Equal(t, deadline.LimitQueueFull, se.Refusal.Cause)
+	assert.Equal(t, overload.CauseQueueFull, se.Refusal.Cause)
 	assert.Equal(t, int32(1), calls.Load(), "the refused request was not sent")
 
 	close(release)
@@ -80,9 +81,11 @@ func TestTransportOverloadMarked(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	b, err := deadline.NewRetryBudget(deadline.WithThrottle(1.1), deadline.WithRetryRatio(0), deadline.WithMinRetryRate(0))
+	b, err := deadline.NewRetryBudget(deadline.WithRetryRatio(0), deadline.WithMinRetryRate(0))
 	require.NoError(t, err)
-	tr := deadlinehttp.NewTransport(nil, deadlinehttp.WithRetryBudget(b))
+	th, err := overload.NewThrottle(overload.WithThrottleK(1.1))
+	require.NoError(t, err)
+	tr := deadlinehttp.NewTransport(nil, deadlinehttp.WithRetryBudget(b), deadlinehttp.WithThrottle(th), deadlinehttp.WithOverloadCharge(1))
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	throttled := 0
@@ -97,14 +100,14 @@ func TestTransportOverloadMarked(t *testing.T) {
 	}
 	assert.Positive(t, throttled)
 	assert.Equal(t, int32(50-throttled), calls.Load(), "a throttled request is not sent")
-	assert.Greater(t, b.DropProbability(), 0.5)
+	assert.Greater(t, th.DropProbability(), 0.5)
 }
 
 // TestHandlerAdmissionLimiter: the adaptive limit in place of the fixed
 // queue, with the same answers.
 func TestHandlerAdmissionLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(1), deadline.WithArrivalOrder())
+		l, err := overload.NewLimiter(overload.WithLimitRange(1, 1, 1), overload.WithBacklog(1), overload.WithArrivalOrder())
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int32
@@ -135,7 +138,7 @@ func TestHandlerAdmissionLimiter(t *testing.T) {
 		_, err = deadlinehttp.NewHandler(http.NotFoundHandler(), q, deadlinehttp.WithAdmissionLimiter(l))
 		var pe *deadline.PolicyError
 		require.ErrorAs(t, err, &pe)
-		assert.Equal(t, "admission.Config.Limiter", pe.Field)
+		assert.Equal(t, "deadlinehttp.WithAdmissionLimiter", pe.Field)
 	})
 }
 
@@ -177,7 +180,7 @@ func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
 			}
 			send("hold", "5000")
 			send("h1", "400")
-			time.Sleep(deadline.LIFOAfter) // a standing queue
+			time.Sleep(overload.LIFOAfter) // a standing queue
 			forged, missing := "300", "300"
 			if forge {
 				forged, missing = "9999999999", ""
@@ -194,7 +197,7 @@ func TestHandlerQueueOrderIgnoresTheClaim(t *testing.T) {
 	for name, opt := range map[string]func() deadlinehttp.HandlerOption{
 		"queue": func() deadlinehttp.HandlerOption { return deadlinehttp.WithAdmissionQueue(1, 10) },
 		"limiter": func() deadlinehttp.HandlerOption {
-			l, err := deadline.NewLimiter(deadline.WithLimitRange(1, 1, 1), deadline.WithBacklog(10), deadline.WithArrivalOrder())
+			l, err := overload.NewLimiter(overload.WithLimitRange(1, 1, 1), overload.WithBacklog(10), overload.WithArrivalOrder())
 			require.NoError(t, err)
 			return deadlinehttp.WithAdmissionLimiter(l)
 		},
@@ -219,7 +222,7 @@ func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r)
 // 32 to 4 and stayed there for 98 s.
 func TestTransportFastRejectionsTeachNoLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := deadline.NewLimiter()
+		l, err := overload.NewLimiter()
 		require.NoError(t, err)
 		var reject atomic.Bool
 		base := rtFunc(func(r *http.Request) (*http.Response, error) {

@@ -125,10 +125,10 @@ func ParseShouldRetry(value string) (retry, ok bool) {
 	return false, false
 }
 
-// overload reports whether code is an overload answer: 429, 503 or 529. On
+// overloadAnswer reports whether code is an overload answer: 429, 503 or 529. On
 // these a server's delay is honoured and, without one, the retry budget is
 // charged ([WithOverloadCharge]).
-func overload(code int) bool {
+func overloadAnswer(code int) bool {
 	return code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable || code == StatusOverloaded
 }
 

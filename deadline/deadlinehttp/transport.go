@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // Transport is an [http.RoundTripper] that runs every request under
@@ -239,7 +240,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Answered == nil {
 		p.Answered = answeredWithoutWork
 	}
-	c.floor, c.budget = p.Floor, p.RetryBudget
+	c.floor, c.budget, c.throttle = p.Floor, p.RetryBudget, p.Throttle
 
 	// Two calls, so that the unhedged one's op does not escape: only
 	// DoHedged runs attempts on goroutines of their own.
@@ -302,6 +303,7 @@ type call struct {
 	req             *http.Request
 	floor           time.Duration         // the policy's
 	budget          *deadline.RetryBudget // the policy's; nil: none
+	throttle        *overload.Throttle    // the policy's; nil: none
 	sent            bool                  // an attempt took the request's body
 
 	// open is the latest attempt's response while the transport still owns
@@ -493,14 +495,19 @@ func (c *call) send(actx context.Context, a deadline.AttemptInfo, hedged bool) (
 	}
 	se := &StatusError{Response: resp, Attempt: a.Number, advice: shouldRetry(resp.Header)}
 	var serr error = se
-	if overload(resp.StatusCode) {
+	if overloadAnswer(resp.StatusCode) {
 		wait, asked := serverDelay(resp.Header, time.Now())
 		if asked {
 			serr = deadline.RetryAfter(serr, wait)
 		}
 		shed := resp.StatusCode == http.StatusServiceUnavailable && shedAnswer(resp.Header)
-		if n := c.t.cfg.overload; n > 0 && !asked && !shed && c.budget != nil {
-			c.budget.Charge(n) // an overload signal: every caller backs off
+		if n := c.t.cfg.overload; n > 0 && !asked && !shed {
+			if c.budget != nil {
+				c.budget.Charge(n) // an overload signal: every caller backs off
+			}
+			if c.throttle != nil {
+				c.throttle.Charge(n)
+			}
 		}
 		if shed {
 			serr = deadline.Shed(serr) // the server's admission at work: not throttled

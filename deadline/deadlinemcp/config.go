@@ -9,6 +9,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultBudget is the budget a [Client] gives a request whose context
@@ -47,7 +48,11 @@ func WithHooks(h *deadline.Hooks) ClientOption { return mcpbudget.WithHooks(h) }
 
 // WithLimiter is [mcpbudget.WithLimiter]: the concurrency limiter of every
 // request whose policy has none, the handshake's included.
-func WithLimiter(l *deadline.Limiter) ClientOption { return mcpbudget.WithLimiter(l) }
+func WithLimiter(l *overload.Limiter) ClientOption { return mcpbudget.WithLimiter(l) }
+
+// WithThrottle is [mcpbudget.WithThrottle]: the client-side throttling of
+// every request whose policy has none, the handshake's included.
+func WithThrottle(t *overload.Throttle) ClientOption { return mcpbudget.WithThrottle(t) }
 
 // WithMetaKey is [mcpbudget.WithMetaKey]: the _meta key the client sends
 // the budget under (default [MetaKey]).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // TestClientLimiter: with WithLimiter, a tool call that finds the limit
@@ -27,7 +28,7 @@ func TestClientLimiter(t *testing.T) {
 			}
 			return text("ok"), nil
 		}}
-		l, err := deadline.NewLimiter(deadline.WithFixedLimit(1))
+		l, err := overload.NewLimiter(overload.WithFixedLimit(1))
 		require.NoError(t, err)
 		mc, _, _ := newClient(t, deadlinemcp.WithLimiter(l))
 		cs := connectInMemory(t, newServer(t, nil, search), mc)
@@ -46,7 +47,7 @@ func TestClientLimiter(t *testing.T) {
 		var se *deadline.StopError
 		require.ErrorAs(t, err, &se)
 		require.NotNil(t, se.Refusal)
-		assert.Equal(t, deadline.LimitQueueTimeout, se.Refusal.Cause)
+		assert.Equal(t, overload.CauseQueueTimeout, se.Refusal.Cause)
 		assert.Equal(t, 280*time.Millisecond, time.Since(start), "it waited while it could still finish")
 		assert.Len(t, search.arrivals(), 1, "the refused call was not sent")
 		close(release)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/deadlinebudget/budget/deadline"
-	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // ServerOption configures [NewServer].
@@ -18,8 +17,8 @@ func (f serverOptionFunc) applyServer(c *serverConfig) { f(c) }
 
 type serverConfig struct {
 	mcpbudget.ServerBase // WithMaxBudget, WithFloor, WithInboundMetaKey
-	queue                *admission.Queue
-	limiter              *deadline.Limiter
+	queue                *overload.Limiter
+	limiter              *overload.Limiter
 	admission            []func(ctx context.Context, method, name string, a mcpbudget.Admission)
 }
 
@@ -46,20 +45,20 @@ func WithInboundMetaKey(key string) ServerOption {
 }
 
 // WithQueue bounds how many admitted handlers run at once with q
-// ([admission.Queue]): a request waits for a slot only while what is left
+// ([admission.NewQueue]): a request waits for a slot only while what is left
 // of its budget covers the floor, and is refused when the queue is full
 // ([admission.RefusalQueueFull]) or it can no longer finish
 // ([admission.RefusalQueueTimeout]). Several servers may share one queue.
 // Set WithQueue or WithLimiter, not both. A nil q adds nothing.
-func WithQueue(q *admission.Queue) ServerOption {
+func WithQueue(q *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.queue = q })
 }
 
 // WithLimiter bounds the admitted handlers with an adaptive limit
-// ([deadline.Limiter]; [admission.Config].Limiter), its limit following
+// ([overload.Limiter]; [admission.Config].Limiter), its limit following
 // the handlers' latency, by route ([mcpbudget.Route]: "tools/call
 // search"). A nil l adds nothing.
-func WithLimiter(l *deadline.Limiter) ServerOption {
+func WithLimiter(l *overload.Limiter) ServerOption {
 	return serverOptionFunc(func(c *serverConfig) { c.limiter = l })
 }
 

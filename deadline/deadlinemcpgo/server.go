@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/admission"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 )
@@ -71,7 +72,14 @@ func NewServer(opts ...ServerOption) (*Server, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Limits: c.Limits, Queue: c.queue, Limiter: c.limiter})
+	lim := c.limiter
+	if c.queue != nil {
+		if lim != nil {
+			return nil, &deadline.PolicyError{Field: "deadlinemcpgo.WithLimiter", Value: "set with WithQueue", Allowed: "WithQueue or WithLimiter, not both"}
+		}
+		lim = c.queue
+	}
+	adm, err := admission.NewAdmitter(admission.Config{Limits: c.Limits, Limiter: lim})
 	if err != nil {
 		return nil, err
 	}

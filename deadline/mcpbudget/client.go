@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // DefaultBudget is the budget a [Client] gives a request whose context
@@ -28,7 +29,8 @@ type clientConfig struct {
 	defaultBudget time.Duration
 	key           string
 	idempotent    map[string]bool
-	limiter       *deadline.Limiter // WithLimiter's, for policies with none
+	limiter       *overload.Limiter  // WithLimiter's, for policies with none
+	throttle      *overload.Throttle // WithThrottle's, for policies with none
 	err           error
 }
 
@@ -102,16 +104,29 @@ func WithHooks(h *deadline.Hooks) ClientOption {
 
 // WithLimiter sets the concurrency limiter of every request whose policy
 // has none ([deadline.Policy.Limiter]), the handshake's included: one
-// [deadline.Limiter] per MCP server, shared by its methods and tools (the
+// [overload.Limiter] per MCP server, shared by its methods and tools (the
 // policy's Name, "MCP tools/call search" by default, keeps their latencies
 // apart). An attempt takes a slot before it is sent, and waits for one only
 // while it can still finish; a refused request is not sent and fails with
 // a [*deadline.StopError] whose Reason is [deadline.ReasonLimited] or, its
 // breaker open, [deadline.ReasonOpen]. A nil l adds nothing; one not built
-// by [deadline.NewLimiter] makes every request fail with a
+// by [overload.NewLimiter] makes every request fail with a
 // [*deadline.PolicyError].
-func WithLimiter(l *deadline.Limiter) ClientOption {
+func WithLimiter(l *overload.Limiter) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) { c.limiter = l })
+}
+
+// WithThrottle sets the client-side throttling of every request whose
+// policy has none ([deadline.Policy.Throttle]), the handshake's included:
+// one [overload.Throttle] per MCP server, shared by its methods and tools.
+// Once the server refuses most requests (errors marked
+// [deadline.Overloaded]), a request is dropped on the client with the
+// throttle's probability and fails with a [*deadline.StopError] whose
+// Reason is [deadline.ReasonThrottled]. A nil t adds nothing; one not
+// built by [overload.NewThrottle] makes every request fail with a
+// [*deadline.PolicyError].
+func WithThrottle(t *overload.Throttle) ClientOption {
+	return clientOptionFunc(func(c *clientConfig) { c.throttle = t })
 }
 
 // WithMetaKey sets the _meta key the client sends the budget under
@@ -253,7 +268,8 @@ func (c *Client) Deadline(ctx context.Context) deadline.Deadline {
 //  4. the client's ([WithPolicy]).
 //
 // Whichever applies, a policy without a name is named by [CallName], one
-// without a limiter gets [WithLimiter]'s, [WithHooks]' hooks are composed
+// without a limiter gets [WithLimiter]'s (without a throttle
+// [WithThrottle]'s), [WithHooks]' hooks are composed
 // after its own, and its classifier is bounded by safe, which the adapter
 // decides ([SafeMethod], the tool's hints, [Client.IdempotentTool]): a
 // request that is not safe is never retried, and a safe one never on a
@@ -266,6 +282,9 @@ func (c *Client) Policy(ctx context.Context, method, tool string, safe bool) dea
 	}
 	if p.Limiter == nil {
 		p.Limiter = c.cfg.limiter
+	}
+	if p.Throttle == nil {
+		p.Throttle = c.cfg.throttle
 	}
 	p.Hooks = deadline.Compose(p.Hooks, c.cfg.hooks)
 	switch custom := p.Retryable; {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/mcpbudget"
+	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // The policy of a request: the context's, the function's, the
@@ -43,6 +44,24 @@ func TestClientPolicy(t *testing.T) {
 	assert.False(t, custom.Retryable(&mcpbudget.RefusedError{}), "a refusal, whatever the classifier")
 	assert.True(t, c.IdempotentTool("fetch"))
 	assert.Equal(t, mcpbudget.MetaKey, c.Key())
+}
+
+// WithLimiter and WithThrottle fill a policy that has none; a policy's own
+// stay.
+func TestClientOverloadParts(t *testing.T) {
+	l, err := overload.NewLimiter()
+	require.NoError(t, err)
+	th, err := overload.NewThrottle()
+	require.NoError(t, err)
+	c, err := mcpbudget.NewClient(mcpbudget.WithLimiter(l), mcpbudget.WithThrottle(th))
+	require.NoError(t, err)
+	p := c.Policy(context.Background(), "tools/call", "search", true)
+	assert.Same(t, l, p.Limiter)
+	assert.Same(t, th, p.Throttle)
+	own, err := overload.NewThrottle(overload.WithThrottleK(3))
+	require.NoError(t, err)
+	p = c.Policy(mcpbudget.WithRequestPolicy(context.Background(), deadline.Policy{MaxAttempts: 1, Throttle: own}), "ping", "", true)
+	assert.Same(t, own, p.Throttle)
 }
 
 func TestNewClientOptions(t *testing.T) {

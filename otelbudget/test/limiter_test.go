@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/overload"
 	"github.com/deadlinebudget/budget/otelbudget"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestLimiterTelemetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
-		l, err := deadline.NewLimiter(deadline.WithFixedLimit(1))
+		l, err := overload.NewLimiter(overload.WithFixedLimit(1))
 		require.NoError(t, err)
 		held, ok := l.TryAcquire("fetch")
 		require.True(t, ok)
@@ -32,7 +33,7 @@ func TestLimiterTelemetry(t *testing.T) {
 			return "ok", nil
 		})
 		require.ErrorIs(t, err, deadline.ErrLimited)
-		held.Done(deadline.OutcomeSuccess)
+		held.Done(overload.OutcomeSuccess)
 		h.requireAllEnded(t)
 
 		calls := h.spans("fetch")
@@ -48,12 +49,12 @@ func TestLimiterTelemetry(t *testing.T) {
 		assert.Equal(t, codes.Error, call.Status().Code)
 		assert.Empty(t, h.spans("fetch attempt"), "no attempt went out")
 
-		b := deadline.Breaker{FailureRatio: 1, MinCalls: 1, Window: time.Second, OpenFor: time.Second, Probes: 1}
-		bl, err := deadline.NewLimiter(deadline.WithBreaker(b))
+		bl, err := overload.NewLimiter(overload.WithBreaker(overload.WithFailureRatio(1, 1),
+			overload.WithFailureWindow(time.Second), overload.WithOpenFor(time.Second), overload.WithProbes(1, 0)))
 		require.NoError(t, err)
 		pm, ok := bl.TryAcquire("fetch")
 		require.True(t, ok)
-		pm.Done(deadline.OutcomeFailure)
+		pm.Done(overload.OutcomeFailure)
 		p.Limiter = bl
 		_, err = deadline.Do(context.Background(), deadline.New(300*time.Millisecond), p, func(context.Context, deadline.AttemptInfo) (string, error) {
 			return "ok", nil

@@ -1,4 +1,4 @@
-package deadline
+package overload
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
 // LIFOAfter is how long a [Limiter]'s queue must have held waiting calls
@@ -58,10 +56,16 @@ const (
 // client's: one Limiter per downstream, shared by the policies of every
 // route that calls it) or in one server's handlers, and lets a call wait
 // for a slot only while it can still finish. Build it with [NewLimiter];
-// set it on a [Policy] ([Policy.Limiter]) for client calls, or give it to
-// package admission's Admitter for a server's handlers. It is the one
-// waiting rule of the project: admission's Queue is a Limiter with a fixed
-// limit.
+// set it on a deadline.Policy (Policy.Limiter) for client calls, or give
+// it to package admission's Admitter for a server's handlers. It is the
+// one waiting rule of the project: admission's queue is a Limiter with a
+// fixed limit in arrival order.
+//
+// It holds two parts apart: the limit algorithm (how many calls at once:
+// fixed, [WithFixedLimit], or adaptive, below) and the enforcement (the
+// slots, the waiting order, the refusals), as Netflix's concurrency-limits
+// separates a Limit from its Limiter; a [Breaker], when set, is asked
+// before both.
 //
 // # Admission: can it still finish?
 //
@@ -76,7 +80,7 @@ const (
 // the limiter saw), less the wait its place implies (the calls before it ×
 // the mean latency ÷ the limit, the rate at which slots free by Little's
 // law), is still ahead. A waiting call leaves at once, refused with
-// [ErrLimited] ([LimitQueueTimeout]), when its deadline less its need
+// [ErrLimited] ([CauseQueueTimeout]), when its deadline less its need
 // passes or its context ends: it never goes out to do work nobody will
 // receive.
 //
@@ -93,7 +97,7 @@ const (
 // LifoBlockingLimiter. Across routes a cheap call goes before a costly one
 // with the same deadline: a slot given to the call that needs less
 // finishes more calls in time. When the backlog is full, the call the
-// queue would serve last is refused ([LimitQueueFull]): under FIFO the
+// queue would serve last is refused ([CauseQueueFull]): under FIFO the
 // newcomer; under the overloaded order the newcomer if it would be served
 // last, else the waiting call served last (the earliest deadline less
 // twice its need), never the one served first.
@@ -110,7 +114,7 @@ const (
 // limiter's mean latency, whichever is longer (at least [MinStandingWait]),
 // counted from when the queue became standing or from its arrival if later,
 // and is then refused with
-// [LimitStandingQueue]: CoDel's bound under adaptive LIFO, as Facebook runs
+// [CauseStandingQueue]: CoDel's bound under adaptive LIFO, as Facebook runs
 // it. A client's queue, ordered by its own deadlines, lets a call wait
 // while it can still finish.
 //
@@ -167,8 +171,10 @@ const (
 //
 // # Breaker
 //
-// With [WithBreaker] the limiter also opens on sustained failure and
-// refuses every call with [ErrDownstreamOpen] while open ([Breaker]).
+// With [WithBreaker] the limiter also refuses every call with
+// [ErrDownstreamOpen] while the breaker is open, sends half-open probes
+// under their ceiling, and tells the breaker how every call ended
+// ([Breaker]).
 //
 // A Limiter is safe for concurrent use. A waiting call is the caller's own
 // goroutine; the limiter starts none.
@@ -176,21 +182,11 @@ type Limiter struct {
 	// The hot path.
 	inflight atomic.Int64
 	limit    atomic.Int64
-	queued   atomic.Int64  // waiting calls: > 0 closes the hot path
-	state    atomic.Uint32 // breakerClosed, breakerOpen, breakerHalfOpen
-	meanNS   atomic.Int64  // mean latency, for the queue's wait estimate
+	queued   atomic.Int64 // waiting calls: > 0 closes the hot path
+	meanNS   atomic.Int64 // mean latency, for the queue's wait estimate
 
-	fixed            bool
-	minLimit         int
-	maxLimit         int
-	backlog          int // < 0: as many as the limit
-	tolerance        float64
-	window           time.Duration
-	breaker          *Breaker
+	config
 	origin           time.Time
-	initial          int
-	backlogSet       bool
-	arrival          bool // WithArrivalOrder
 	minWindowSamples int
 
 	mu        sync.Mutex
@@ -216,12 +212,6 @@ type Limiter struct {
 	checkFrom  float64
 	checkLimit float64
 	aboveSince time.Time
-	failures   int
-	successes  int
-	openUntil  time.Time
-	countSince time.Time // the breaker's count window's start
-	probes     int       // probes in flight, half-open
-	probeWins  int
 	mean       float64 // EWMA of latency, ns
 	limitFloat float64
 }
@@ -241,24 +231,38 @@ type waiter struct {
 	n           int
 	seq, prio   uint64
 	decided     bool
-	refusal     LimitCause // when decided: LimitNone is a slot
-	at          int        // when evicted: its place then (1 the next served)
+	refusal     Cause // when decided: CauseNone is a slot
+	at          int   // when evicted: its place then (1 the next served)
 }
 
-// LimiterOption configures a [Limiter] built by [NewLimiter].
-type LimiterOption interface{ apply(*Limiter) error }
+// Option configures a [Limiter] built by [NewLimiter].
+type Option interface{ apply(*config) error }
 
-type limiterOption func(*Limiter) error
+// config is a Limiter's configuration, set by its options.
+type config struct {
+	fixed      bool
+	minLimit   int
+	maxLimit   int
+	initial    int
+	backlog    int // < 0: as many as the limit
+	backlogSet bool
+	tolerance  float64
+	window     time.Duration
+	breaker    *Breaker
+	arrival    bool // WithArrivalOrder
+}
 
-func (f limiterOption) apply(l *Limiter) error { return f(l) }
+type option func(*config) error
+
+func (f option) apply(c *config) error { return f(c) }
 
 // WithFixedLimit turns adaptation off: the limiter runs at most n calls at
 // once (> 0), as admission's Queue does. n <= 0 makes [NewLimiter] return a
-// [*PolicyError].
-func WithFixedLimit(n int) LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+// [*OptionError].
+func WithFixedLimit(n int) Option {
+	return option(func(l *config) error {
 		if n <= 0 {
-			return &PolicyError{"deadline.WithFixedLimit", n, "> 0 calls at once"}
+			return &OptionError{"overload.WithFixedLimit", n, "> 0 calls at once"}
 		}
 		l.fixed, l.initial, l.minLimit, l.maxLimit = true, n, n, n
 		return nil
@@ -268,11 +272,11 @@ func WithFixedLimit(n int) LimiterOption {
 // WithLimitRange sets where the adaptive limit starts and its bounds:
 // 1 <= min <= initial <= max. Defaults: [DefaultMinLimit],
 // [DefaultInitialLimit], [DefaultMaxLimit]. Anything else makes
-// [NewLimiter] return a [*PolicyError].
-func WithLimitRange(minimum, initial, maximum int) LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+// [NewLimiter] return a [*OptionError].
+func WithLimitRange(minimum, initial, maximum int) Option {
+	return option(func(l *config) error {
 		if !(1 <= minimum && minimum <= initial && initial <= maximum) {
-			return &PolicyError{"deadline.WithLimitRange", fmt.Sprintf("(%d, %d, %d)", minimum, initial, maximum),
+			return &OptionError{"overload.WithLimitRange", fmt.Sprintf("(%d, %d, %d)", minimum, initial, maximum),
 				"1 <= min <= initial <= max"}
 		}
 		l.minLimit, l.initial, l.maxLimit = minimum, initial, maximum
@@ -282,11 +286,11 @@ func WithLimitRange(minimum, initial, maximum int) LimiterOption {
 
 // WithBacklog sets how many calls may wait for a slot (>= 0; 0: a call that
 // finds every slot taken is refused at once). Default: as many as the
-// current limit. n < 0 makes [NewLimiter] return a [*PolicyError].
-func WithBacklog(n int) LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+// current limit. n < 0 makes [NewLimiter] return a [*OptionError].
+func WithBacklog(n int) Option {
+	return option(func(l *config) error {
 		if n < 0 {
-			return &PolicyError{"deadline.WithBacklog", n, ">= 0 waiting calls (0: none wait)"}
+			return &OptionError{"overload.WithBacklog", n, ">= 0 waiting calls (0: none wait)"}
 		}
 		l.backlog, l.backlogSet = n, true
 		return nil
@@ -303,8 +307,8 @@ func WithBacklog(n int) LimiterOption {
 // queues are built with it. Without it (a client's limiter, whose
 // deadlines are its own) the overloaded order is the latest deadline less
 // twice the need first (see [Limiter]).
-func WithArrivalOrder() LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+func WithArrivalOrder() Option {
+	return option(func(l *config) error {
 		l.arrival = true
 		return nil
 	})
@@ -317,11 +321,11 @@ func (l *Limiter) ArrivalOrder() bool { return l.arrival }
 // WithLatencyTolerance sets how far the median latency may rise above the
 // baseline before the adaptive limit shrinks, in [1, 10] (default
 // [DefaultLatencyTolerance]). Anything else, NaN included, makes
-// [NewLimiter] return a [*PolicyError].
-func WithLatencyTolerance(t float64) LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+// [NewLimiter] return a [*OptionError].
+func WithLatencyTolerance(t float64) Option {
+	return option(func(l *config) error {
 		if !(t >= 1 && t <= 10) {
-			return &PolicyError{"deadline.WithLatencyTolerance", t, "in [1, 10] (e.g. 1.25: the median may rise 25 % above the baseline)"}
+			return &OptionError{"overload.WithLatencyTolerance", t, "in [1, 10] (e.g. 1.25: the median may rise 25 % above the baseline)"}
 		}
 		l.tolerance = t
 		return nil
@@ -330,11 +334,11 @@ func WithLatencyTolerance(t float64) LimiterOption {
 
 // WithLimitWindow sets the shortest window the adaptive limit is adjusted
 // from (> 0, default [DefaultLimitWindow]); a window also needs 16
-// completed calls. Anything else makes [NewLimiter] return a [*PolicyError].
-func WithLimitWindow(d time.Duration) LimiterOption {
-	return limiterOption(func(l *Limiter) error {
+// completed calls. Anything else makes [NewLimiter] return a [*OptionError].
+func WithLimitWindow(d time.Duration) Option {
+	return option(func(l *config) error {
 		if d <= 0 {
-			return &PolicyError{"deadline.WithLimitWindow", d, "> 0"}
+			return &OptionError{"overload.WithLimitWindow", d, "> 0"}
 		}
 		l.window = d
 		return nil
@@ -344,25 +348,22 @@ func WithLimitWindow(d time.Duration) LimiterOption {
 // NewLimiter returns a Limiter with the defaults changed by opts: an
 // adaptive limit from [DefaultInitialLimit] within [DefaultMinLimit] and
 // [DefaultMaxLimit], a backlog as large as the limit, no breaker. An
-// invalid option returns a [*PolicyError] naming it; nil options are
+// invalid option returns a [*OptionError] naming it; nil options are
 // ignored. Build it inside a testing/synctest bubble to run it on the
 // bubble's clock.
-func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
+func NewLimiter(opts ...Option) (*Limiter, error) {
 	l := &Limiter{
-		minLimit: DefaultMinLimit, initial: DefaultInitialLimit, maxLimit: DefaultMaxLimit,
-		tolerance: DefaultLatencyTolerance, window: DefaultLimitWindow, backlog: -1,
+		config: config{
+			minLimit: DefaultMinLimit, initial: DefaultInitialLimit, maxLimit: DefaultMaxLimit,
+			tolerance: DefaultLatencyTolerance, window: DefaultLimitWindow, backlog: -1,
+		},
 		minWindowSamples: 16,
 	}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o.apply(l); err != nil {
-			return nil, err
-		}
-	}
-	if l.breaker != nil {
-		if err := l.breaker.validate(); err != nil {
+		if err := o.apply(&l.config); err != nil {
 			return nil, err
 		}
 	}
@@ -383,8 +384,12 @@ func NewLimiter(opts ...LimiterOption) (*Limiter, error) {
 	return l, nil
 }
 
-// Limit returns how many calls the limiter runs at once now.
+// Limit returns how many calls the limiter runs at once now; 0 for a
+// Limiter not built by [NewLimiter].
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
+
+// Breaker returns the limiter's breaker ([WithBreaker]), nil without one.
+func (l *Limiter) Breaker() *Breaker { return l.breaker }
 
 // Backlog returns how many calls may wait now.
 func (l *Limiter) Backlog() int {
@@ -399,125 +404,6 @@ func (l *Limiter) Len() (running, waiting int) {
 	return int(l.inflight.Load()), int(l.queued.Load())
 }
 
-// Permit is a call's slot in a [Limiter], from [Limiter.Acquire] or
-// [Limiter.TryAcquire] until [Permit.Done]. The zero Permit holds nothing.
-// A Permit is a value and may be copied: the slot is freed once, by the
-// first Done of any copy; the others do nothing (while the limiter holds
-// fewer than 4 096 permits at once; beyond, a new permit's copies are not
-// told apart).
-type Permit struct {
-	l     *Limiter
-	route string
-	start time.Time
-	// Probe reports that the call goes out as the breaker's half-open
-	// probe ([Breaker]); Ceiling is then the most it may run.
-	Probe   bool
-	Ceiling time.Duration
-	// Queued and Waited: the call waited in the queue, and how long.
-	Queued bool
-	Waited time.Duration
-	// excluded is time inside the call that is not service time.
-	excluded time.Duration
-	// slot is the permit's grant in the limiter's table (index+1; 0: none)
-	// and gen its generation: the first Done of any copy ends it.
-	slot uint32
-	gen  uint64
-}
-
-// maxGrants bounds a limiter's table of grants.
-const maxGrants = 1 << 12
-
-// grant gives p a grant of its own in the table, which its copies share:
-// the first Done of any of them ends it, and the others find its
-// generation moved on and do nothing. A few slots are tried; with every
-// tried slot held (more permits held than the table has
-// room for) p goes without one, and only its own Done is guarded.
-func (l *Limiter) grant(p Permit) Permit { return l.grantAt(p, uint64(l.inflight.Load())) }
-
-// grantAt is grant, trying the slots from the hint on: the calls in flight
-// when the slot was taken, which spreads the permits held at once over the
-// table without a counter of its own to contend on.
-func (l *Limiter) grantAt(p Permit, hint uint64) Permit {
-	n := uint64(len(l.grants))
-	if n == 0 {
-		return p // a Limiter not built by NewLimiter
-	}
-	for k := range uint64(4) {
-		i := (hint + k) & (n - 1)
-		g := &l.grants[i]
-		if w := g.Load(); w&1 == 0 && g.CompareAndSwap(w, w|1) {
-			p.slot, p.gen = uint32(i)+1, w>>1
-			return p
-		}
-	}
-	return p
-}
-
-// release ends p's grant, reporting false when a copy of p ended it first.
-func (p *Permit) release() bool {
-	if p.slot == 0 {
-		return true
-	}
-	return p.l.grants[p.slot-1].CompareAndSwap(p.gen<<1|1, (p.gen+1)<<1)
-}
-
-// Exclude takes d out of the latency [Permit.Done] teaches the limit: time
-// the call spent waiting on its own caller rather than on the work, such
-// as a server's reads of a body the client sends slowly or its writes to a
-// client that reads slowly (package admission's Ticket.Exclude passes it
-// on). What one client controls must not teach the limit that the work is
-// slow. d <= 0 does nothing, and so does Exclude on the zero Permit or
-// after Done.
-func (p *Permit) Exclude(d time.Duration) {
-	if d > 0 && p.l != nil {
-		p.excluded += d
-	}
-}
-
-// Outcome is how a call that held a [Permit] ended, for the limit and the
-// breaker.
-type Outcome uint8
-
-const (
-	// OutcomeSuccess: the downstream answered (with or without an error
-	// of the caller's own, a 404 say).
-	OutcomeSuccess Outcome = iota
-	// OutcomeFailure: the downstream failed: a retryable error, or the
-	// call reached its own ceiling (the operation was too slow).
-	OutcomeFailure
-	// OutcomeOverload: the downstream said it was overloaded
-	// ([ErrOverloaded]). The breaker does not count it, and its latency is
-	// not learned: the answer comes before the work it refuses.
-	OutcomeOverload
-	// OutcomeIgnore: the caller gave up (canceled, or a hedge lost): says
-	// nothing of the downstream; the slot is freed, nothing is learned.
-	OutcomeIgnore
-	// OutcomeCut: the caller's deadline cut the call: its latency is
-	// censored (the service time exceeds it: learned only as queueing
-	// when it already exceeds the tolerance), and it is no failure of the
-	// downstream: the budget was too small, and the breaker does not count
-	// it.
-	OutcomeCut
-	// OutcomeAnswered: the downstream answered, but without doing the
-	// work, so its latency is not service time: an authentication failure,
-	// a route not found, a request rejected by validation (HTTP's 4xx but
-	// 408 and 429). The breaker counts it as a success (the downstream is
-	// up) and throttling as accepted; the limit learns nothing from it:
-	// learned, a burst of 401s answered in 200 µs made every real call
-	// look queued and cut the limit from 32 to 4 for 98 s.
-	OutcomeAnswered
-)
-
-// What each outcome teaches:
-//
-//	outcome           latency (the limit)      breaker   throttling
-//	OutcomeSuccess    service time             success   accepted
-//	OutcomeFailure    service time             failure   accepted (Do: error answers are not timed)
-//	OutcomeCut        censored: queueing only  —         refused
-//	OutcomeOverload   nothing                  —         refused
-//	OutcomeAnswered   nothing                  success   accepted
-//	OutcomeIgnore     nothing                  —         —
-
 // TryAcquire takes a slot if one is free, nobody waits and the breaker is
 // closed: the hot path, with no allocation and no lock. When it reports
 // false, call [Limiter.Acquire], which decides whether the call may wait.
@@ -526,26 +412,37 @@ const (
 // On an adaptive limit it reads the clock, to learn the call's latency
 // when it is Done.
 func (l *Limiter) TryAcquire(route string) (Permit, bool) {
-	p, ok := l.tryAcquire(route)
-	if ok && !l.fixed {
-		p.start = time.Now()
+	var now time.Time
+	if !l.fixed {
+		now = time.Now()
 	}
-	return p, ok
+	return l.TryAcquireAt(route, now)
 }
 
-// tryAcquire is TryAcquire without the clock: Do stamps the permit with
-// the attempt's start, which it reads anyway.
-func (l *Limiter) tryAcquire(route string) (Permit, bool) {
-	if l.state.Load() != breakerClosed || l.queued.Load() > 0 {
+// TryAcquireAt is [Limiter.TryAcquire] for a call that starts at now, a
+// clock reading the caller has anyway (deadline.Do's attempt start): the
+// permit's latency is measured from it, and the limiter reads no clock.
+// A zero now on an adaptive limit teaches it nothing.
+func (l *Limiter) TryAcquireAt(route string, now time.Time) (Permit, bool) {
+	g, ok := l.tryAcquire()
+	if !ok {
 		return Permit{}, false
+	}
+	return Permit{l: l, route: route, start: now, grant: g}, true
+}
+
+// tryAcquire takes a free slot and its grant, if the hot path may.
+func (l *Limiter) tryAcquire() (grant uint64, ok bool) {
+	if l.breaker != nil && !l.breaker.closed() || l.queued.Load() > 0 {
+		return 0, false
 	}
 	for {
 		n := l.inflight.Load()
 		if n >= l.limit.Load() {
-			return Permit{}, false
+			return 0, false
 		}
 		if l.inflight.CompareAndSwap(n, n+1) {
-			return l.grantAt(Permit{l: l, route: route}, uint64(n)), true
+			return l.grantAt(uint64(n)), true
 		}
 	}
 }
@@ -553,35 +450,46 @@ func (l *Limiter) tryAcquire(route string) (Permit, bool) {
 // Acquire takes a slot for a call that must end by end and needs need to
 // finish once it starts (its learned service time, else the floor), waiting
 // for one only while the call can still finish (see [Limiter]), or until
-// ctx ends. It returns the permit, or a [*LimitError]: [LimitQueueFull],
-// [LimitQueueTimeout], [LimitStandingQueue] (matching [ErrLimited]) or
-// [LimitOpen] (matching [ErrDownstreamOpen]). A zero end means no deadline.
+// ctx ends. It returns the permit, or a [*RefusedError]: [CauseQueueFull],
+// [CauseQueueTimeout], [CauseStandingQueue] (matching [ErrLimited]) or
+// [CauseOpen] (matching [ErrDownstreamOpen]). A zero end means no
+// deadline.
 //
 // Every call passes the same rule, whether it finds a free slot or a place
 // in the queue: one that could not finish even if it started now (end less
 // its need, at least the route's, is not ahead) is refused at once with
-// [LimitQueueTimeout] at position 1, and takes no slot. A negative need
-// returns a [*PolicyError].
+// [CauseQueueTimeout] at position 1, and takes no slot. A negative need
+// returns a [*OptionError].
 func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need time.Duration) (Permit, error) {
 	if need < 0 {
-		return Permit{}, &PolicyError{"deadline.Limiter.Acquire need", need, ">= 0 (what the call needs once started)"}
+		return Permit{}, &OptionError{"overload.Limiter.Acquire need", need, ">= 0 (what the call needs once started)"}
 	}
 	now := time.Now()
 	// What the route needs nine times in ten when the downstream has no
 	// queue: its baseline plus 1.28 standard deviations, in logs.
-	need = max(need, l.routeNeed(route))
+	need = max(need, l.Need(route))
 	if !end.IsZero() && !now.Add(need).Before(end) {
 		// Not even a free slot would let it finish: the same rule for a
 		// free slot as for a place in the queue.
-		return Permit{}, l.refuse(LimitQueueTimeout, l.Limit(), 1, 0, need, end, now, false)
+		return Permit{}, l.refuse(CauseQueueTimeout, l.Limit(), 1, 0, need, end, now, false)
 	}
-	if p, ok := l.tryAcquire(route); ok {
-		p.start = now
-		return p, nil
+	if g, ok := l.tryAcquire(); ok {
+		return Permit{l: l, route: route, start: now, grant: g}, nil
 	}
-	if l.state.Load() != breakerClosed {
-		if p, err, decided := l.breakerAcquire(route, now, end, need); decided {
-			return p, err
+	if l.breaker != nil && !l.breaker.closed() {
+		probe, ceiling, decided := l.breaker.admit(now, end, need, time.Duration(l.meanNS.Load()))
+		switch {
+		case probe:
+			// A probe goes out whatever the limit: it is how the breaker
+			// learns the downstream is back.
+			l.inflight.Add(1)
+			return l.grant(Permit{l: l, route: route, start: now, Probe: true, Ceiling: ceiling}), nil
+		case decided:
+			e := &RefusedError{Cause: CauseOpen, Limit: int(l.limit.Load()), Need: need}
+			if !end.IsZero() {
+				e.Remaining = end.Sub(now)
+			}
+			return Permit{}, e
 		}
 	}
 	l.mu.Lock()
@@ -615,7 +523,7 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	switch {
 	case ctx.Err() != nil || !lastStart.IsZero() && !now.Add(expect).Before(lastStart):
 		l.mu.Unlock()
-		return Permit{}, l.refuse(LimitQueueTimeout, int(limit), place+1, 0, need, end, now, false)
+		return Permit{}, l.refuse(CauseQueueTimeout, int(limit), place+1, 0, need, end, now, false)
 	case waiting >= backlog:
 		// The backlog is full: the call the queue would serve last leaves,
 		// the newcomer (FIFO; or served last in the overloaded order), or
@@ -625,10 +533,10 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 		last := l.orderLast()
 		if backlog == 0 || !lifo || last == nil || place >= waiting {
 			l.mu.Unlock()
-			return Permit{}, l.refuse(LimitQueueFull, int(limit), place+1, 0, need, end, now, false)
+			return Permit{}, l.refuse(CauseQueueFull, int(limit), place+1, 0, need, end, now, false)
 		}
 		last.at = waiting + 1 // behind the newcomer: beyond the backlog
-		l.decide(last, LimitQueueFull)
+		l.decide(last, CauseQueueFull)
 	}
 	w.ready = make(chan struct{})
 	l.push(w, now)
@@ -670,95 +578,28 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	defer l.mu.Unlock()
 	t := time.Now()
 	waited := t.Sub(now)
-	cause := LimitQueueTimeout
+	cause := CauseQueueTimeout
 	if !standingEnd.IsZero() && !t.Before(standingEnd) && (lastStart.IsZero() || t.Before(lastStart)) {
-		cause = LimitStandingQueue // it could still have finished
+		cause = CauseStandingQueue // it could still have finished
 	}
 	if !w.decided {
 		l.remove(w)
 		l.fill(t) // the order may have changed
 		return Permit{}, l.refuse(cause, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
-	if w.refusal == LimitNone && (ctx.Err() != nil || !lastStart.IsZero() && !t.Before(lastStart)) {
+	if w.refusal == CauseNone && (ctx.Err() != nil || !lastStart.IsZero() && !t.Before(lastStart)) {
 		// Given a slot as it was leaving: hand it on.
 		l.inflight.Add(-1)
 		l.fill(t)
-		return Permit{}, l.refuse(LimitQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
+		return Permit{}, l.refuse(CauseQueueTimeout, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
-	if w.refusal != LimitNone {
+	if w.refusal != CauseNone {
 		if w.at > 0 {
 			place = w.at - 1 // where it stood when it was refused
 		}
 		return Permit{}, l.refuse(w.refusal, int(l.limit.Load()), place+1, waited, need, end, now, true)
 	}
 	return l.grant(Permit{l: l, route: route, start: t, Queued: true, Waited: waited}), nil
-}
-
-// Done frees the permit's slot, handing it to a waiting call that can still
-// start, and teaches the limit and the breaker how the call ended. Calls
-// after the first, and Done on the zero Permit, do nothing.
-//
-// The limit learns only service time, from [OutcomeSuccess] and
-// [OutcomeFailure]: the call's latency. [OutcomeCut] is censored: the
-// call's latency is known only to exceed what it ran, which says the
-// downstream queued it when that already exceeds the route's baseline by
-// more than the tolerance, and nothing otherwise. [OutcomeOverload] and
-// [OutcomeIgnore] teach the limit nothing: no service time was given (an
-// overload answer comes before the work it refuses; learned as the route's
-// latency it would make every served call look queued). [Do] also keeps
-// out of the latency every call that ended in an error answer (a 404, a
-// refusal of the downstream's own, a retryable error), whatever the
-// breaker counts it as, and censors a call its ceiling cut.
-func (p *Permit) Done(o Outcome) {
-	k := sampleService
-	switch o {
-	case OutcomeCut:
-		k = sampleCensored
-	case OutcomeOverload, OutcomeIgnore, OutcomeAnswered:
-		k = sampleNone
-	}
-	p.done(o, k)
-}
-
-// sampleKind is what a call that held a permit says of its route's service
-// time.
-type sampleKind uint8
-
-const (
-	sampleNone     sampleKind = iota // nothing: it got no service time
-	sampleService                    // its latency is the service time
-	sampleCensored                   // cut: the service time exceeds its latency
-)
-
-// done is Done, saying what the call's latency is.
-func (p *Permit) done(o Outcome, k sampleKind) {
-	l := p.l
-	if l == nil {
-		return
-	}
-	first := p.release()
-	p.l = nil
-	if !first {
-		return // a copy of p was Done first
-	}
-	// The slot is freed before the queue is looked at, and a waiting call
-	// is queued before it looks at the slots again (Acquire): one of the
-	// two always sees the other, so no slot stays free while a call waits.
-	l.inflight.Add(-1)
-	if !l.fixed || l.breaker != nil {
-		now := time.Now()
-		l.mu.Lock()
-		t, changed := l.learn(p, o, k, now)
-		l.fill(now)
-		l.mu.Unlock()
-		l.notify(t, changed)
-		return
-	}
-	if l.queued.Load() > 0 {
-		l.mu.Lock()
-		l.fill(time.Now())
-		l.mu.Unlock()
-	}
 }
 
 // routeStat is one route's latency, in log(nanoseconds): a moving average
@@ -802,7 +643,7 @@ func (l *Limiter) route(name string) *routeStat {
 	}
 	rs := &routeStat{}
 	l.routes[name] = rs
-	// A copy for the lock-free reader (Limiter.routeNeed): routes are few
+	// A copy for the lock-free reader (Limiter.Need): routes are few
 	// and added once.
 	view := make(map[string]*routeStat, len(l.routes))
 	for k, v := range l.routes {
@@ -812,9 +653,11 @@ func (l *Limiter) route(name string) *routeStat {
 	return rs
 }
 
-// routeNeed is what route needs nine times in ten with no queue, 0 while
-// unknown. It takes no lock.
-func (l *Limiter) routeNeed(route string) time.Duration {
+// Need returns what route's calls need nine times in ten when the
+// downstream has no queue (from the latencies the limiter saw: 0 while
+// unknown, and always on a fixed limit): the least need [Limiter.Acquire]
+// assumes for the route. It takes no lock.
+func (l *Limiter) Need(route string) time.Duration {
 	v := l.routeView.Load()
 	if v == nil {
 		return 0
@@ -833,12 +676,10 @@ func (l *Limiter) routeNeed(route string) time.Duration {
 
 // learn records one call's outcome, and what its latency says. Under the
 // lock.
-func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t overload.Transition, changed bool) {
-	if l.breaker != nil {
-		t, changed = l.breakerLearn(p, o, now)
-	}
-	if o == OutcomeIgnore || k == sampleNone || l.fixed || p.start.IsZero() {
-		return t, changed
+func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
+	k := o.sample()
+	if k == sampleNone || p.start.IsZero() {
+		return
 	}
 	rtt := max(now.Sub(p.start)-p.excluded, 0)
 	if n := l.inflight.Load() + 1; n > l.winMax {
@@ -882,7 +723,6 @@ func (l *Limiter) learn(p *Permit, o Outcome, k sampleKind, now time.Time) (t ov
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
 	l.sample(x-rs.base, p.start, now)
-	return t, changed
 }
 
 // sample adds one log(latency / baseline) of a call started at started to
@@ -955,13 +795,13 @@ func (l *Limiter) fill(now time.Time) {
 			w = l.orderFirst()
 		}
 		if !w.lastStart.IsZero() && !now.Before(w.lastStart) {
-			l.decide(w, LimitQueueTimeout)
+			l.decide(w, CauseQueueTimeout)
 			continue
 		}
 		if !l.take() {
 			return
 		}
-		l.decide(w, LimitNone) // the slot passes to w
+		l.decide(w, CauseNone) // the slot passes to w
 	}
 }
 
@@ -985,7 +825,7 @@ func (l *Limiter) lifo(now time.Time) bool {
 }
 
 // decide removes w from the queue and wakes it with r.
-func (l *Limiter) decide(w *waiter, r LimitCause) {
+func (l *Limiter) decide(w *waiter, r Cause) {
 	l.remove(w)
 	w.decided, w.refusal = true, r
 	close(w.ready)
@@ -1032,8 +872,8 @@ func priority(end time.Time, need time.Duration) time.Time {
 }
 
 // refuse builds a refusal.
-func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Duration, end, now time.Time, queued bool) *LimitError {
-	e := &LimitError{Cause: c, Limit: limit, Position: place, Waited: waited, Need: need, Queued: queued}
+func (l *Limiter) refuse(c Cause, limit, place int, waited, need time.Duration, end, now time.Time, queued bool) *RefusedError {
+	e := &RefusedError{Cause: c, Limit: limit, Position: place, Waited: waited, Need: need, Queued: queued}
 	if !end.IsZero() {
 		e.Remaining = end.Sub(now.Add(waited))
 	}
@@ -1046,7 +886,7 @@ func (l *Limiter) refuse(c LimitCause, limit, place int, waited, need time.Durat
 // queue), in multiples of what it needs once started ([Limiter.Acquire]'s
 // need) or of the limiter's mean latency if longer (an adaptive limit
 // learns it; a fixed one does not); then it is refused with
-// [LimitStandingQueue], with the rest of its budget for a retry elsewhere
+// [CauseStandingQueue], with the rest of its budget for a retry elsewhere
 // or for its caller. This is CoDel's target as Facebook's servers apply it
 // under adaptive LIFO ("Fail at Scale", ACM Queue 2015: once the queue has
 // not been empty for N ms, "the amount of time spent in the queue is

@@ -1,4 +1,4 @@
-package deadline
+package overload
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package deadline
+package overload
 
 // The overloaded order of a Limiter's queue: a treap (a binary search tree
 // balanced by random priorities) of the waiting calls, ordered by their

@@ -1,13 +1,3 @@
-// Package overload holds the parts of overload control that a user
-// observes apart from package deadline's engine: today the state of a
-// [deadline.Limiter]'s breaker and its transitions, which a
-// deadline.Breaker's OnTransition receives and an exporter turns into a
-// gauge or an event. It imports the standard library only, and package
-// deadline imports it.
-//
-// It is the first step of giving overload control a package of its own
-// (limit algorithm, waiting order, breaker, throttle); the rest still
-// lives in package deadline.
 package overload
 
 import "time"
