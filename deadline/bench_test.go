@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/internal/cputime"
 )
 
 // sink keeps the compiler from discarding the benchmarked results.
@@ -169,11 +170,11 @@ func BenchmarkDoOverBare(b *testing.B) {
 	for b.Loop() {
 		for i := range variants {
 			k := (i + n) % len(variants) // rotate which one goes first
-			t0 := threadCPU()
+			t0 := cputime.Thread()
 			for range block {
 				variants[k]()
 			}
-			cpu[k] += threadCPU() - t0
+			cpu[k] += cputime.Thread() - t0
 		}
 		n++
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/deadlinebudget/budget/deadline/internal/readable"
 	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
@@ -279,11 +277,11 @@ func (e *StopError) Error() string {
 	left := e.Remaining.Round(time.Millisecond / 10)
 	switch e.Reason {
 	case ReasonRefused:
-		s = fmt.Sprintf("refused before attempt %d: %s left, floor %s", e.Attempts+1, readable(left), readable(e.Floor))
+		s = fmt.Sprintf("refused before attempt %d: %s left, floor %s", e.Attempts+1, readable.Duration(left), readable.Duration(e.Floor))
 	case ReasonBackoffTooLong:
-		s = fmt.Sprintf("backoff %s exceeds the %s left above the %s floor", readable(e.Wait), readable(left-e.Floor), readable(e.Floor))
+		s = fmt.Sprintf("backoff %s exceeds the %s left above the %s floor", readable.Duration(e.Wait), readable.Duration(left-e.Floor), readable.Duration(e.Floor))
 	case ReasonRetryAfterTooLong:
-		s = fmt.Sprintf("Retry-After %s exceeds the %s left above the %s floor", readable(e.Wait), readable(left-e.Floor), readable(e.Floor))
+		s = fmt.Sprintf("Retry-After %s exceeds the %s left above the %s floor", readable.Duration(e.Wait), readable.Duration(left-e.Floor), readable.Duration(e.Floor))
 	case ReasonDeadline:
 		s = "the shared deadline was reached"
 	case ReasonCanceled:
@@ -296,15 +294,15 @@ func (e *StopError) Error() string {
 		s = fmt.Sprintf("retry budget exhausted (balance %d)", e.Balance)
 	case ReasonRefusedLearned:
 		s = fmt.Sprintf("refused before attempt %d: a %s lease completes %.1f%% of the time (%d recent samples)",
-			e.Attempts+1, readable(e.Lease.Round(time.Millisecond/10)), 100*e.Estimate.P, e.Estimate.Samples)
+			e.Attempts+1, readable.Duration(e.Lease.Round(time.Millisecond/10)), 100*e.Estimate.P, e.Estimate.Samples)
 	case ReasonLimited, ReasonOpen, ReasonThrottled:
 		s = fmt.Sprintf("%s before attempt %d", e.Reason, e.Attempts+1)
 		if r := e.Refusal; r != nil && r.Cause != overload.CauseThrottled {
 			if r.Cause == overload.CauseOpen {
-				s += fmt.Sprintf(": %s left", readable(left))
+				s += fmt.Sprintf(": %s left", readable.Duration(left))
 			} else {
 				s += fmt.Sprintf(" (%s): position %d at limit %d, %s left, %s needed", r.Cause, r.Position, r.Limit,
-					readable(left), readable(r.Need.Round(time.Millisecond/10)))
+					readable.Duration(left), readable.Duration(r.Need.Round(time.Millisecond/10)))
 			}
 		}
 	default:
@@ -341,32 +339,6 @@ func (r Reason) beforeAttempt() bool {
 // sentinel or phrase already do.
 func repeats(msg string, sentinel error, phrase string) bool {
 	return msg == phrase || sentinel != nil && msg == sentinel.Error()
-}
-
-// readable formats d for a person: as time.Duration does up to two days,
-// then in days or years to one decimal, and the largest Duration (where a
-// longer value saturated) as a bound rather than as 2562047h47m16.854775807s.
-func readable(d time.Duration) string {
-	const day, year = 24 * time.Hour, 365 * 24 * time.Hour
-	switch {
-	case d == math.MaxInt64:
-		return "more than 292 years"
-	case d >= year:
-		return decimal(float64(d)/float64(year), "year")
-	case d > 2*day:
-		return decimal(float64(d)/float64(day), "day")
-	}
-	return d.String()
-}
-
-// decimal writes x to one decimal (none when it is whole) and the unit,
-// plural unless x is 1.
-func decimal(x float64, unit string) string {
-	s := strings.TrimSuffix(strconv.FormatFloat(x, 'f', 1, 64), ".0")
-	if s != "1" {
-		unit += "s"
-	}
-	return s + " " + unit
 }
 
 func plural(n int) string {
@@ -411,7 +383,7 @@ type PolicyError struct {
 func (e *PolicyError) Error() string {
 	v := e.Value
 	if d, ok := v.(time.Duration); ok {
-		v = readable(d)
+		v = readable.Duration(d)
 	}
 	return fmt.Sprintf("deadline: invalid %s %v: must be %s", e.Field, v, e.Allowed)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/deadlinebudget/budget/deadline/internal/readable"
 	"github.com/deadlinebudget/budget/deadline/overload"
 )
 
@@ -218,11 +219,11 @@ func (p *Policy) validate() error {
 		return &PolicyError{"Policy.Backoff.Max", p.Backoff.Max, ">= 0"}
 	case p.Backoff.Max == 0 && p.Backoff.Base > 0:
 		// Max was forgotten, not Base set too high.
-		return &PolicyError{"Policy.Backoff.Max", p.Backoff.Max, fmt.Sprintf(">= Policy.Backoff.Base (%s); set Max to cap the backoff", readable(p.Backoff.Base))}
+		return &PolicyError{"Policy.Backoff.Max", p.Backoff.Max, fmt.Sprintf(">= Policy.Backoff.Base (%s); set Max to cap the backoff", readable.Duration(p.Backoff.Base))}
 	case p.Backoff.Base > p.Backoff.Max:
-		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("<= Policy.Backoff.Max (%s)", readable(p.Backoff.Max))}
+		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("<= Policy.Backoff.Max (%s)", readable.Duration(p.Backoff.Max))}
 	case p.Backoff.Max > 0 && p.Backoff.Base == 0:
-		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("> 0 when Policy.Backoff.Max is set (%s); set Base to the first backoff, or Max to 0 for none", readable(p.Backoff.Max))}
+		return &PolicyError{"Policy.Backoff.Base", p.Backoff.Base, fmt.Sprintf("> 0 when Policy.Backoff.Max is set (%s); set Base to the first backoff, or Max to 0 for none", readable.Duration(p.Backoff.Max))}
 	case p.Backoff.Jitter > JitterNone:
 		return &PolicyError{"Policy.Backoff.Jitter", p.Backoff.Jitter, "JitterFull, JitterEqual or JitterNone"}
 	case p.RetryBudget != nil && !p.RetryBudget.clock.Valid():

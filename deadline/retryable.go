@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/internal/readable"
 )
 
 // retryableError marks an error as safe to retry without changing what
@@ -59,7 +61,7 @@ type RetryAfterError struct {
 // "503 Service Unavailable (server asked to retry after 3s)". A delay too
 // large for a time.Duration (saturated) reads "more than 292 years".
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("%v (server asked to retry after %s)", e.Err, readable(e.Delay))
+	return fmt.Sprintf("%v (server asked to retry after %s)", e.Err, readable.Duration(e.Delay))
 }
 
 // Unwrap returns the wrapped error.
@@ -101,7 +103,7 @@ type AttemptTimeoutError struct {
 // error unless it only repeats that the ceiling was reached, e.g.
 // "attempt 2 exceeded its 100ms ceiling: context deadline exceeded".
 func (e *AttemptTimeoutError) Error() string {
-	s := fmt.Sprintf("attempt %d exceeded its %s ceiling", e.Attempt, readable(e.Ceiling))
+	s := fmt.Sprintf("attempt %d exceeded its %s ceiling", e.Attempt, readable.Duration(e.Ceiling))
 	if e.Err != nil && !repeats(e.Err.Error(), ErrCeilingReached, "") {
 		s += ": " + e.Err.Error()
 	}

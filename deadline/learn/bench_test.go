@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/deadlinebudget/budget/deadline"
+	"github.com/deadlinebudget/budget/deadline/internal/cputime"
 	"github.com/deadlinebudget/budget/deadline/learn"
 )
 
@@ -148,11 +149,11 @@ func BenchmarkLearnedFloor(b *testing.B) {
 	for b.Loop() {
 		for i := range policies {
 			k := (i + n) % len(policies) // rotate which one goes first
-			t0 := threadCPU()
+			t0 := cputime.Thread()
 			for range block {
 				_, _ = deadline.Do(ctx, d, policies[k], op)
 			}
-			cpu[k] += threadCPU() - t0
+			cpu[k] += cputime.Thread() - t0
 		}
 		n++
 	}
@@ -186,11 +187,11 @@ func BenchmarkLiveCompletionCPU(b *testing.B) {
 	for b.Loop() {
 		for i := range variants {
 			k := (i + n) % len(variants)
-			t0 := threadCPU()
+			t0 := cputime.Thread()
 			for range block {
 				variants[k]()
 			}
-			cpu[k] += threadCPU() - t0
+			cpu[k] += cputime.Thread() - t0
 		}
 		n++
 	}

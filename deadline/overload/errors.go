@@ -2,10 +2,9 @@ package overload
 
 import (
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/deadlinebudget/budget/deadline/internal/readable"
 )
 
 // The sentinels of a refusal: errors.Is matches a [*RefusedError] to the
@@ -129,12 +128,12 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	switch e.Cause {
 	case CauseOpen:
-		return fmt.Sprintf("deadline: downstream open (%s left)", readable(e.Remaining.Round(time.Millisecond/10)))
+		return fmt.Sprintf("deadline: downstream open (%s left)", readable.Duration(e.Remaining.Round(time.Millisecond/10)))
 	case CauseThrottled:
 		return "deadline: throttled on the client: the downstream refused too many recent calls"
 	}
 	return fmt.Sprintf("deadline: limited (%s): position %d at limit %d, %s left, %s needed", e.Cause, e.Position, e.Limit,
-		readable(e.Remaining.Round(time.Millisecond/10)), readable(e.Need.Round(time.Millisecond/10)))
+		readable.Duration(e.Remaining.Round(time.Millisecond/10)), readable.Duration(e.Need.Round(time.Millisecond/10)))
 }
 
 // Is matches the cause's sentinel.
@@ -165,33 +164,10 @@ type OptionError struct {
 func (e *OptionError) Error() string {
 	v := e.Value
 	if d, ok := v.(time.Duration); ok {
-		v = readable(d)
+		v = readable.Duration(d)
 	}
 	return fmt.Sprintf("overload: invalid %s %v: must be %s", e.Option, v, e.Allowed)
 }
 
 // ErrorType returns "invalid_policy".
 func (e *OptionError) ErrorType() string { return "invalid_policy" }
-
-// readable writes d as package deadline does: years or days beyond two
-// days, else time.Duration's form.
-func readable(d time.Duration) string {
-	const day, year = 24 * time.Hour, 365 * 24 * time.Hour
-	switch {
-	case d == math.MaxInt64:
-		return "more than 292 years"
-	case d >= year:
-		return decimal(float64(d)/float64(year), "year")
-	case d > 2*day:
-		return decimal(float64(d)/float64(day), "day")
-	}
-	return d.String()
-}
-
-func decimal(x float64, unit string) string {
-	s := strings.TrimSuffix(strconv.FormatFloat(x, 'f', 1, 64), ".0")
-	if s != "1" {
-		unit += "s"
-	}
-	return s + " " + unit
-}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deadlinebudget/budget/deadline/internal/cputime"
 )
 
 func newLimiter(t *testing.T, opts ...Option) *Limiter {
@@ -287,7 +289,7 @@ func BenchmarkLimiterAdmit(b *testing.B) {
 	var cpu time.Duration
 	n := 0
 	for b.Loop() {
-		t0 := threadCPU()
+		t0 := cputime.Thread()
 		for range block {
 			p, ok := l.TryAcquire("r")
 			if !ok {
@@ -295,7 +297,7 @@ func BenchmarkLimiterAdmit(b *testing.B) {
 			}
 			permitSink = p
 		}
-		cpu += threadCPU() - t0
+		cpu += cputime.Thread() - t0
 		n++
 	}
 	b.ReportMetric(float64(cpu)/float64(n*block), "cpu-ns/op")
@@ -316,14 +318,14 @@ func BenchmarkAtomicBaseline(b *testing.B) {
 	var cpu time.Duration
 	n := 0
 	for b.Loop() {
-		t0 := threadCPU()
+		t0 := cputime.Thread()
 		for range block {
 			v := inflight.Load()
 			if v >= math.MaxInt32 || !inflight.CompareAndSwap(v, v+1) {
 				b.Fatal("refused")
 			}
 		}
-		cpu += threadCPU() - t0
+		cpu += cputime.Thread() - t0
 		n++
 	}
 	b.ReportMetric(float64(cpu)/float64(n*block), "cpu-ns/op")

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package deadline_test
-
-import "time"
-
-// threadCPU falls back to the wall clock where the thread's CPU clock is not
-// read.
-func threadCPU() time.Duration { return time.Duration(time.Now().UnixNano()) }
