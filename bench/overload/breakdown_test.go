@@ -37,12 +37,7 @@ func TestLatencyBreakdown(t *testing.T) {
 			// request beyond its service time, attempts
 			var mu sync.Mutex
 			var good [][5]time.Duration
-			r := row
-			r.New = func(env Env) (Caller, error) {
-				c, err := row.New(env)
-				if err != nil {
-					return nil, err
-				}
+			r := observed(row, func(c Caller) Caller {
 				return CallerFunc(func(ctx context.Context, call Call, send Send) error {
 					var first, last time.Time
 					var took time.Duration
@@ -63,8 +58,8 @@ func TestLatencyBreakdown(t *testing.T) {
 						mu.Unlock()
 					}
 					return err
-				}), nil
-			}
+				})
+			})
 			res, err := Simulate(r, m)
 			if err != nil {
 				t.Fatal(err)
@@ -89,4 +84,19 @@ func TestLatencyBreakdown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// observed returns row with every Caller it builds wrapped by wrap: how the
+// diagnostic tests (TestLatencyBreakdown, TestPropagatedWhole) watch one
+// row's calls without changing what it does.
+func observed(row Row, wrap func(Caller) Caller) Row {
+	r := row
+	r.New = func(env Env) (Caller, error) {
+		c, err := row.New(env)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
+	return r
 }

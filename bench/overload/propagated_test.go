@@ -45,12 +45,7 @@ func TestPropagatedWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		ends := map[string]int{}
-		r := row
-		r.New = func(env Env) (Caller, error) {
-			c, err := row.New(env)
-			if err != nil {
-				return nil, err
-			}
+		r := observed(row, func(c Caller) Caller {
 			return CallerFunc(func(ctx context.Context, call Call, send Send) error {
 				err := c.Call(ctx, call, send)
 				k := "ok"
@@ -64,8 +59,8 @@ func TestPropagatedWhole(t *testing.T) {
 				ends[k]++
 				mu.Unlock()
 				return err
-			}), nil
-		}
+			})
+		})
 		res, err := Simulate(r, m)
 		if err != nil {
 			t.Fatal(err)
