@@ -18,6 +18,7 @@ import (
 	"github.com/deadlinebudget/budget/deadline"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcp"
 	"github.com/deadlinebudget/budget/deadline/deadlinemcpgo"
+	"github.com/deadlinebudget/budget/deadline/mcpbudget"
 	"github.com/deadlinebudget/budget/otelbudget"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetmcp"
 	"github.com/deadlinebudget/budget/otelbudget/otelbudgetmcpgo"
@@ -28,13 +29,18 @@ import (
 // with the budget on the client only ("client": what the agent's call
 // adds); on both sides ("budget"), no observer; with the spans (a real
 // tracer provider that records and exports nothing); and bare under a plain
-// context.WithTimeout ("timeout"). docs/mcp.md quotes the figures.
+// context.WithTimeout ("timeout"); and the budget by hand ("meta"): the
+// bare call under a plain context.WithTimeout with the budget's _meta member
+// (mcpbudget.MetaKey and a number) set in the SDK's own params, what a
+// caller pays who sends the budget without the adapter (a _meta built once
+// and reused: less than a caller building one per call pays).
+// docs/mcp.md quotes the figures.
 func BenchmarkToolCall(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
 
-	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout"} {
+	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout", "meta"} {
 		for _, sdkName := range []string{"mcp-go", "go-sdk"} {
 			b.Run(sdkName+"/"+mode, func(b *testing.B) {
 				call := toolCaller(b, sdkName, mode, obs)
@@ -47,7 +53,7 @@ func BenchmarkToolCall(b *testing.B) {
 				for b.Loop() {
 					ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
 					f := call
-					if mode == "timeout" {
+					if mode == "timeout" || mode == "meta" {
 						f = func(ctx context.Context) error { return callWithTimeout(ctx, call) }
 					}
 					if err := f(ctx); err != nil {
@@ -72,26 +78,31 @@ func callWithTimeout(ctx context.Context, call func(context.Context) error) erro
 
 // BenchmarkToolCallOverBare measures what the budget on the client adds to
 // one tool call, per SDK: the bare call, the call with the budget on the
-// client, and the bare call under a plain context.WithTimeout alternate in
-// blocks of 64 calls, their order rotating, and each block is timed on the
+// client, the bare call under a plain context.WithTimeout, and the budget
+// by hand (see BenchmarkToolCall) alternate in blocks of 64 calls, their order rotating, and each block is timed on the
 // process's CPU clock (GC workers included; time other processes hold the
 // CPU excluded) and on the wall clock. It reports each one's CPU ns per
 // call, and the client's and the timeout's difference to the bare call per
 // call with the half width of its 95% confidence interval over the rounds
-// of blocks; its own ns/op is one round.
+// of blocks, and the client's difference to the budget by hand. Its own
+// ns/op is one round.
 func BenchmarkToolCallOverBare(b *testing.B) {
 	const block = 64
 	for _, sdkName := range []string{"mcp-go", "go-sdk"} {
 		b.Run(sdkName, func(b *testing.B) {
 			bare := toolCaller(b, sdkName, "bare", nil)
+			byHand := toolCaller(b, sdkName, "meta", nil)
 			calls := [...]func(context.Context) error{
 				bare,
 				toolCaller(b, sdkName, "client", nil),
 				func(ctx context.Context) error { return callWithTimeout(ctx, bare) },
+				func(ctx context.Context) error { return callWithTimeout(ctx, byHand) },
 			}
 			ctx := context.Background()
 			var cpu [len(calls)]time.Duration
-			var dc, dw, tc []float64 // per round: client - bare (CPU, wall), timeout - bare (CPU)
+			// per round: client - bare (CPU, wall), timeout - bare, by hand -
+			// bare and client - by hand (CPU)
+			var dc, dw, tc, hc, ch []float64
 			n := 0
 			for b.Loop() {
 				var c, w [len(calls)]time.Duration
@@ -111,6 +122,8 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 				dc = append(dc, float64(c[1]-c[0])/block)
 				dw = append(dw, float64(w[1]-w[0])/block)
 				tc = append(tc, float64(c[2]-c[0])/block)
+				hc = append(hc, float64(c[3]-c[0])/block)
+				ch = append(ch, float64(c[1]-c[3])/block)
 				n++
 			}
 			calls0 := float64(n * block)
@@ -125,6 +138,12 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 			m, h = meanCI95(tc)
 			b.ReportMetric(m, "timeout-delta-cpu-ns/call")
 			b.ReportMetric(h, "timeout-delta-cpu-ci95-ns")
+			m, h = meanCI95(hc)
+			b.ReportMetric(m, "meta-delta-cpu-ns/call")
+			b.ReportMetric(h, "meta-delta-cpu-ci95-ns")
+			m, h = meanCI95(ch)
+			b.ReportMetric(m, "client-over-meta-cpu-ns/call")
+			b.ReportMetric(h, "client-over-meta-cpu-ci95-ns")
 		})
 	}
 }
@@ -145,6 +164,11 @@ func meanCI95(xs []float64) (mean, half float64) {
 	}
 	return mean, 1.96 * math.Sqrt(ss/float64(len(xs)-1)/float64(len(xs)))
 }
+
+// wireBudgetMs is the budget the "meta" mode's requests carry: a minute
+// less a few milliseconds, the size of what the client sends in the other
+// modes (a number the decoder boxes, as theirs).
+const wireBudgetMs int64 = 59_990
 
 // toolCaller connects a client to a server with the echo tool on sdkName's
 // in-process transport, set up for mode (see BenchmarkToolCall), and
@@ -183,6 +207,9 @@ func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) fu
 		_, err := mc.Initialize(ctx, mgmcp.InitializeRequest{Params: mgmcp.InitializeParams{ClientInfo: mgmcp.Implementation{Name: "bench", Version: "v1"}}})
 		require.NoError(b, err)
 		req := mgmcp.CallToolRequest{Params: mgmcp.CallToolParams{Name: "echo"}}
+		if mode == "meta" {
+			req.Params.Meta = &mgmcp.Meta{AdditionalFields: map[string]any{mcpbudget.MetaKey: wireBudgetMs}}
+		}
 		return func(ctx context.Context) error {
 			_, err := mc.CallTool(ctx, req)
 			return err
@@ -215,8 +242,12 @@ func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) fu
 	cs, err := c.Connect(ctx, ct, nil)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	params := &sdk.CallToolParams{Name: "echo"}
+	if mode == "meta" {
+		params.Meta = sdk.Meta{mcpbudget.MetaKey: wireBudgetMs}
+	}
 	return func(ctx context.Context) error {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo"})
+		_, err := cs.CallTool(ctx, params)
 		return err
 	}
 }
