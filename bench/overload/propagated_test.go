@@ -13,7 +13,10 @@ import (
 	"time"
 )
 
-var propagatedLoad = flag.Float64("overload.propagated", 0, "TestPropagatedWhole: the load to run the propagated variant at (0: the test is skipped)")
+var (
+	propagatedLoad = flag.Float64("overload.propagated", 0, "TestPropagatedWhole: the load to run the propagated variant at (0: the test is skipped)")
+	propagatedSeed = flag.Uint64("overload.seed", 0, "TestPropagatedWhole: the model's seed (0: Seeds[0])")
+)
 
 // TestPropagatedWhole runs the whole project's row (ThisNew) alone in the
 // propagated variant (seed 20261202) at -overload.propagated, printing its
@@ -32,7 +35,11 @@ func TestPropagatedWhole(t *testing.T) {
 	if *propagatedLoad == 0 {
 		t.Skip("-overload.propagated not given")
 	}
-	m := Default(Seeds[0], *propagatedLoad)
+	seed := Seeds[0]
+	if *propagatedSeed != 0 {
+		seed = *propagatedSeed
+	}
+	m := Default(seed, *propagatedLoad)
 	m.Propagate = true
 	if testing.Short() {
 		m.Overload, m.SteadyFrom = 70*time.Second, 20*time.Second
@@ -65,7 +72,7 @@ func TestPropagatedWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("%s, %g× propagated: cold %.0f/s p99 %v, steady %.0f/s p99 %v\n", row.Name, m.Load,
+		fmt.Printf("%s, seed %d, %g× propagated: cold %.0f/s p99 %v, steady %.0f/s p99 %v\n", row.Name, m.Seed, m.Load,
 			res.Cold.Goodput, res.Cold.P99, res.Steady.Goodput, res.Steady.P99)
 		keys := slices.Sorted(maps.Keys(ends))
 		slices.SortStableFunc(keys, func(a, b string) int { return ends[b] - ends[a] })
