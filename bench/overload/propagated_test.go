@@ -30,9 +30,11 @@ var (
 //
 //	cd bench && go test ./overload -run TestPropagatedWhole -overload.propagated 10 -count 1 -v
 //
-// With -short the overload lasts 70 s, steady from 20 s. The rows draw
-// their jitter and throttle draws from math/rand/v2 (Policy.Rand unset),
-// so one seed's cell varies from run to run: compare several runs.
+// With -short the overload lasts 70 s, steady from 20 s. Each call of the
+// row draws its jitter and throttle from a source seeded by the seed and
+// the call's index (Policy.Rand), but the scheduler's order of the
+// goroutines at one virtual instant still varies a run a little: compare
+// several runs, and several seeds (-overload.seed).
 func TestPropagatedWhole(t *testing.T) {
 	if *propagatedLoad == 0 {
 		t.Skip("-overload.propagated not given")
