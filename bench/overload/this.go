@@ -7,6 +7,7 @@ package overload
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/deadlinebudget/budget/deadline"
@@ -106,6 +107,7 @@ func thisUniformRows() []Row {
 // apart), one retry budget, one learned floor.
 type thisCaller struct {
 	spec   thisSpec
+	seed   uint64 // the model's: each call's Policy.Rand derives from it
 	lim    *ov.Limiter
 	budget *deadline.RetryBudget
 	thr    *ov.Throttle
@@ -113,8 +115,8 @@ type thisCaller struct {
 	live   *learn.Live
 }
 
-func (s thisSpec) new(Env) (Caller, error) {
-	t := &thisCaller{spec: s}
+func (s thisSpec) new(env Env) (Caller, error) {
+	t := &thisCaller{spec: s, seed: env.Model.Seed}
 	var err error
 	if s.limiter {
 		var opts []ov.Option
@@ -149,6 +151,13 @@ func (t *thisCaller) Call(ctx context.Context, c Call, send Send) error {
 		return errors.New("overload: the call's context carries no deadline")
 	}
 	p := t.spec.policy(c.Route)
+	// The call's own source for its jitter, throttle and probe draws,
+	// seeded by the model's seed and the call's index: a seed gives the
+	// same draws to the same call whatever the goroutines' order, so a
+	// run repeats (the global source made one seed's cell differ from run
+	// to run). Policy.Rand must be safe for concurrent use when the Policy
+	// is shared; this one is the call's alone.
+	p.Rand = rand.New(rand.NewPCG(t.seed, uint64(c.Index))).Int64N
 	if t.lim != nil {
 		p.Limiter = t.lim
 	}

@@ -129,9 +129,13 @@ const (
 // already is, else nothing; a call that got no service time (an error or
 // overload answer, a canceled call) teaches nothing ([Permit.Done]). The
 // baseline is the route's typical latency when it is not queued: the
-// lowest moving average of its completed calls' log-latency. It never
+// lowest moving average of its completed calls' log-latency, each average
+// counted at the top of its noise (4 standard errors above it: the lowest
+// of a noisy average otherwise sinks with time below the typical latency,
+// and the limit then sees a queue where there is none). It never
 // follows a latency its own limit may have caused: it rises only when
-// every window has shown queueing for 5 s and, the limit halved for one
+// most windows (more than half, at every point) have shown queueing for
+// 5 s and, the limit halved for one
 // window, the calls started at that limit show a median still above the
 // tolerance and lower by less than √2 (a queue of the limiter's own halves
 // with the calls in flight; a downstream that really became slower does
@@ -212,8 +216,10 @@ type Limiter struct {
 	checkFrom  float64
 	checkLimit float64
 	aboveSince time.Time
-	mean       float64 // EWMA of latency, ns
-	limitFloat float64
+	// The windows above and below the tolerance since aboveSince.
+	aboveWins, belowWins int
+	mean                 float64 // EWMA of latency, ns
+	limitFloat           float64
 }
 
 // waiter is a call waiting for a slot. Its fields after ready are the
@@ -617,6 +623,18 @@ type routeStat struct {
 // counts.
 const warmSamples = 32
 
+// baseMargin is how many standard errors above a route's moving average
+// its baseline may come down to. The average of warmSamples samples is
+// noisy, and its lowest value sinks with time as far as that noise
+// reaches: over the few minutes of scenario 10 (log-latency σ 0.66, a
+// standard error of 0.08) it sank 0.26 below the mean, beyond the
+// tolerance's 0.22, and every window then looked queued with none (the
+// propagated 10× cell's bad runs, TestLimiterBaselineDoesNotSink). Counted
+// at the top of its noise, it ends within a standard error of the mean
+// over such a run; a route of constant latency (no noise) is counted at
+// its average, as before.
+const baseMargin = 4
+
 // needZ is the normal quantile of the share of a route's calls a waiting
 // call must be as fast as to be sent: 1.28, nine in ten.
 var needZ = 1.28
@@ -715,7 +733,9 @@ func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 		d := x - rs.avg
 		rs.avg += d / warmSamples
 		rs.dev += (d*d - rs.dev) / (4 * warmSamples)
-		rs.base = min(rs.base, rs.avg)
+		// The lowest of the moving averages, each counted at the top
+		// of its noise: see baseMargin.
+		rs.base = min(rs.base, rs.avg+baseMargin*math.Sqrt(rs.dev/(2*warmSamples-1)))
 	}
 	rs.n++
 	if rs.n < warmSamples {
@@ -764,8 +784,9 @@ func (l *Limiter) sample(v float64, started, now time.Time) {
 		limit = limit*max(math.Exp(tol-l.checkFrom), 0.5) + headroom
 	case median > tol:
 		if l.aboveSince.IsZero() {
-			l.aboveSince = l.winStart
+			l.aboveSince, l.aboveWins, l.belowWins = l.winStart, 0, 0
 		}
+		l.aboveWins++
 		if now.Sub(l.aboveSince) >= rebaseAfter {
 			l.check, l.checkSince, l.checkFrom, l.checkLimit, l.aboveSince = true, now, median, limit, time.Time{}
 			limit /= 2
@@ -773,7 +794,13 @@ func (l *Limiter) sample(v float64, started, now time.Time) {
 		}
 		limit = limit*max(math.Exp(tol-median), 0.5) + headroom
 	default:
-		l.aboveSince = time.Time{}
+		// One window below the tolerance does not end the evidence:
+		// with a baseline too low (set by the first, fastest calls to
+		// complete) the median sits about the tolerance, and a window
+		// in two falls below it. Most windows above does.
+		if l.belowWins++; l.belowWins >= l.aboveWins {
+			l.aboveSince = time.Time{}
+		}
 		// Grow, but never far above what the callers use: twice the most
 		// calls in flight in the window (Gradient2's rule for a limit the
 		// caller, not the downstream, bounds). A burst may then double
