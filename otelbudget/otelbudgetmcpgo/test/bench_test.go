@@ -129,21 +129,14 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 			calls0 := float64(n * block)
 			b.ReportMetric(float64(cpu[0])/calls0, "bare-cpu-ns/call")
 			b.ReportMetric(float64(cpu[1])/calls0, "client-cpu-ns/call")
-			m, h := meanCI95(dc)
-			b.ReportMetric(m, "delta-cpu-ns/call")
-			b.ReportMetric(h, "delta-cpu-ci95-ns")
-			m, h = meanCI95(dw)
-			b.ReportMetric(m, "delta-wall-ns/call")
-			b.ReportMetric(h, "delta-wall-ci95-ns")
-			m, h = meanCI95(tc)
-			b.ReportMetric(m, "timeout-delta-cpu-ns/call")
-			b.ReportMetric(h, "timeout-delta-cpu-ci95-ns")
-			m, h = meanCI95(hc)
-			b.ReportMetric(m, "meta-delta-cpu-ns/call")
-			b.ReportMetric(h, "meta-delta-cpu-ci95-ns")
-			m, h = meanCI95(ch)
-			b.ReportMetric(m, "client-over-meta-cpu-ns/call")
-			b.ReportMetric(h, "client-over-meta-cpu-ci95-ns")
+			for _, d := range []struct {
+				name string
+				xs   []float64
+			}{{"delta-cpu", dc}, {"delta-wall", dw}, {"timeout-delta-cpu", tc}, {"meta-delta-cpu", hc}, {"client-over-meta-cpu", ch}} {
+				m, h := meanCI95(d.xs)
+				b.ReportMetric(m, d.name+"-ns/call")
+				b.ReportMetric(h, d.name+"-ci95-ns")
+			}
 		})
 	}
 }
