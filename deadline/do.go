@@ -231,9 +231,11 @@ func (r *run) admit(ctx context.Context, n int, a *AttemptInfo) (Reason, error) 
 	}
 	if l := r.p.Limiter; l != nil {
 		// The limiter's rule for every call: it can still finish from a
-		// free slot, its need at least the route's, plus the floor.
+		// free slot, its need at least the route's now (its typical
+		// latency on a downstream under no pressure, else what it needs
+		// nine times in ten), plus the floor.
 		need := r.need(a)
-		if rn := l.Need(r.p.Name); rn > 0 {
+		if rn := l.NeedAt(r.p.Name, a.Start); rn > 0 {
 			need = max(need, r.p.Floor+rn)
 			if a.Remaining <= need {
 				r.refusal = &overload.RefusedError{Cause: overload.CauseQueueTimeout, Limit: l.Limit(), Position: 1, Need: need, Remaining: a.Remaining}

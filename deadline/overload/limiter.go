@@ -72,7 +72,11 @@ const (
 // Every call passes one rule, free slot or queue: it is admitted only if,
 // from its place, it can still finish. A call that finds a free slot and
 // nobody waiting takes it at once if its deadline less its need is ahead
-// (the hot path: a few atomic operations, no lock, no allocation).
+// (the hot path: a few atomic operations, no lock, no allocation). Its need
+// there is the route's typical latency while the downstream shows no
+// pressure, else what the route needs nine times in ten
+// ([Limiter.NeedAt]): on an idle downstream a call more likely to finish
+// than not costs nobody a slot, and refused it would never be tried.
 // Otherwise it is given its place in the queue only if, at that place, it
 // can still finish: its deadline, less what it needs ([Limiter.Acquire]'s need: the
 // learned service time of its route, and at least what the route needs
@@ -188,6 +192,10 @@ type Limiter struct {
 	limit    atomic.Int64
 	queued   atomic.Int64 // waiting calls: > 0 closes the hot path
 	meanNS   atomic.Int64 // mean latency, for the queue's wait estimate
+	// When the downstream last answered OutcomeOverload, in monotonic ns
+	// since origin plus one (0: never), for the entry rule
+	// (Limiter.NeedAt).
+	overloadAt atomic.Int64
 
 	config
 	origin           time.Time
@@ -463,8 +471,9 @@ func (l *Limiter) tryAcquire() (grant uint64, ok bool) {
 //
 // Every call passes the same rule, whether it finds a free slot or a place
 // in the queue: one that could not finish even if it started now (end less
-// its need, at least the route's, is not ahead) is refused at once with
-// [CauseQueueTimeout] at position 1, and takes no slot. A negative need
+// its need, at least the route's: [Limiter.NeedAt] for a free slot,
+// [Limiter.Need] for a place in the queue, is not ahead) is refused at once
+// with [CauseQueueTimeout] at position 1, and takes no slot. A negative need
 // returns a [*OptionError].
 func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need time.Duration) (Permit, error) {
 	if need < 0 {
@@ -473,10 +482,18 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	now := time.Now()
 	// What the route needs nine times in ten when the downstream has no
 	// queue: its baseline plus 1.28 standard deviations, in logs.
+	asked := need
 	need = max(need, l.Need(route))
 	if !end.IsZero() && !now.Add(need).Before(end) {
-		// Not even a free slot would let it finish: the same rule for a
-		// free slot as for a place in the queue.
+		// Not even a free slot would let it finish nine times in ten:
+		// the same rule for a free slot as for a place in the queue,
+		// unless the downstream shows no pressure and the call can
+		// finish in the route's typical latency (see NeedAt).
+		if rs := l.routeStat(route); rs != nil && now.Add(max(asked, time.Duration(rs.typical.Load()))).Before(end) && !l.pressed(now) {
+			if g, ok := l.tryAcquire(); ok {
+				return Permit{l: l, route: route, start: now, grant: g}, nil
+			}
+		}
 		return Permit{}, l.refuse(CauseQueueTimeout, l.Limit(), 1, 0, need, end, now, false)
 	}
 	if g, ok := l.tryAcquire(); ok {
@@ -614,9 +631,10 @@ type routeStat struct {
 	avg, base float64
 	dev       float64 // moving average of (x - avg)², its variance
 	n         int
-	// need is what the route needs nine times in ten with no queue, in
-	// nanoseconds (0 until warm): read without the lock.
-	need atomic.Int64
+	// need is what the route needs nine times in ten with no queue, and
+	// typical its baseline (about its median), in nanoseconds (0 until
+	// warm): read without the lock.
+	need, typical atomic.Int64
 }
 
 // warmSamples is how many samples a route's baseline rests on before it
@@ -674,22 +692,65 @@ func (l *Limiter) route(name string) *routeStat {
 // Need returns what route's calls need nine times in ten when the
 // downstream has no queue (from the latencies the limiter saw: 0 while
 // unknown, and always on a fixed limit): the least need [Limiter.Acquire]
-// assumes for the route. It takes no lock.
+// assumes for the route while the downstream is under pressure, and for a
+// call that waits. It takes no lock.
 func (l *Limiter) Need(route string) time.Duration {
-	v := l.routeView.Load()
-	if v == nil {
+	if rs := l.routeStat(route); rs != nil {
+		return time.Duration(rs.need.Load())
+	}
+	return 0
+}
+
+// NeedAt returns the least need [Limiter.Acquire] assumes at now for a
+// call of route that finds a free slot: [Limiter.Need] while the downstream
+// shows pressure (every slot taken, a call waiting, or an [OutcomeOverload]
+// answer within the last second), else the route's typical latency with no
+// queue (its baseline, about its median: a call that can finish in it is
+// more likely to succeed than not, and on a downstream under no pressure it
+// costs nobody else a slot). A queue downstream shows as pressure through
+// the limit: windows above the tolerance shrink it to about the calls in
+// flight. 0 while unknown, and always on a fixed limit. now is the caller's
+// clock reading (as for [Limiter.TryAcquireAt]); it takes no lock.
+func (l *Limiter) NeedAt(route string, now time.Time) time.Duration {
+	rs := l.routeStat(route)
+	if rs == nil {
 		return 0
 	}
-	rs := (*v)[route]
-	if rs == nil {
-		if len(*v) < maxRoutes {
-			return 0
-		}
-		if rs = (*v)[""]; rs == nil {
-			return 0
-		}
+	if l.pressed(now) {
+		return time.Duration(rs.need.Load())
 	}
-	return time.Duration(rs.need.Load())
+	return time.Duration(rs.typical.Load())
+}
+
+// pressureHold is how long after an [OutcomeOverload] answer the
+// downstream counts as under pressure for [Limiter.NeedAt]: ten limit
+// windows of the default, so that an overload's scattered refusals keep
+// the stricter need between them, while a downstream that has stopped
+// refusing gets its likely calls back within a second.
+const pressureHold = time.Second
+
+// pressed reports whether the downstream shows pressure at now (see
+// [Limiter.NeedAt]). It takes no lock.
+func (l *Limiter) pressed(now time.Time) bool {
+	if l.queued.Load() > 0 || l.inflight.Load() >= l.limit.Load() {
+		return true
+	}
+	at := l.overloadAt.Load()
+	return at != 0 && int64(now.Sub(l.origin))+1-at < int64(pressureHold)
+}
+
+// routeStat returns route's statistics without the lock, nil while it
+// has none.
+func (l *Limiter) routeStat(route string) *routeStat {
+	v := l.routeView.Load()
+	if v == nil {
+		return nil
+	}
+	rs := (*v)[route]
+	if rs == nil && len(*v) >= maxRoutes {
+		rs = (*v)[""]
+	}
+	return rs
 }
 
 // learn records one call's outcome, and what its latency says. Under the
@@ -742,6 +803,7 @@ func (l *Limiter) learn(p *Permit, o Outcome, now time.Time) {
 		return // its baseline is not known yet
 	}
 	rs.need.Store(int64(math.Exp(rs.base + needZ*math.Sqrt(rs.dev))))
+	rs.typical.Store(int64(math.Exp(rs.base)))
 	l.sample(x-rs.base, p.start, now)
 }
 

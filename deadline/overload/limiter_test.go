@@ -712,3 +712,86 @@ func TestLimiterBaselineDoesNotSink(t *testing.T) {
 		assert.Zero(t, refused.Load(), "a downstream with no queue: no call refused after the cold start")
 	})
 }
+
+// TestLimiterAdmitsLikelyCallsWhenIdle: on a downstream under no pressure,
+// a call whose budget lies between its route's median and p90 is more
+// likely to finish than not, and is let in from a free slot; while the
+// downstream shows pressure (an overload answer within pressureHold, or
+// every slot taken) the entry rule keeps the p90 need and refuses it at
+// once. Before, it was refused on an idle downstream too: in scenario 10's
+// two-route model, the slow route's 300 ms calls (median about 200 ms)
+// after the overload, and recovery never came within the run.
+func TestLimiterAdmitsLikelyCallsWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const median, sigma = 200 * time.Millisecond, 0.4
+		l := newLimiter(t)
+		rng := rand.New(rand.NewPCG(38, 12))
+		// Learn the route: ten calls at a time for 20 s, no queue.
+		var wg sync.WaitGroup
+		for w := 0; w < 10; w++ {
+			service := make([]time.Duration, 100)
+			for i := range service {
+				service[i] = time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()))
+			}
+			wg.Go(func() {
+				for _, s := range service {
+					p, err := l.Acquire(context.Background(), "r", time.Now().Add(10*time.Second), 0)
+					if !assert.NoError(t, err) {
+						return
+					}
+					time.Sleep(s)
+					p.Done(OutcomeSuccess)
+				}
+			})
+		}
+		wg.Wait()
+		time.Sleep(pressureHold)
+
+		p90 := time.Duration(float64(median) * math.Exp(needZ*sigma)) // 333 ms
+		budget := 280 * time.Millisecond
+		t.Logf("need %v, now %v (the route's median %v, p90 %v), budget %v", l.Need("r"), l.NeedAt("r", time.Now()), median, p90, budget)
+		require.Greater(t, l.Need("r"), budget, "the p90 need refuses the budget")
+		require.Less(t, l.NeedAt("r", time.Now()), budget, "idle: the typical latency admits it")
+		require.InDelta(t, float64(median), float64(l.NeedAt("r", time.Now())), 0.15*float64(median), "the typical latency is about the median")
+
+		acquire := func() (Permit, error) {
+			return l.Acquire(context.Background(), "r", time.Now().Add(budget), 0)
+		}
+		p, err := acquire()
+		require.NoError(t, err, "idle: a call that is likely to finish is let in")
+		// The downstream answers that it is overloaded: pressure.
+		p.Done(OutcomeOverload)
+		assert.Equal(t, l.Need("r"), l.NeedAt("r", time.Now()))
+		_, err = acquire()
+		var re *RefusedError
+		require.ErrorAs(t, err, &re, "after an overload answer the p90 need holds")
+		assert.Equal(t, CauseQueueTimeout, re.Cause)
+		assert.Equal(t, 1, re.Position)
+		assert.False(t, re.Queued)
+		time.Sleep(pressureHold)
+		p, err = acquire()
+		require.NoError(t, err, "pressureHold after the last overload answer, idle again")
+		p.Done(OutcomeIgnore)
+
+		// Every slot taken: refused at once, not queued.
+		held := make([]Permit, 0, l.Limit())
+		for {
+			q, ok := l.TryAcquire("r")
+			if !ok {
+				break
+			}
+			held = append(held, q)
+		}
+		assert.Equal(t, l.Need("r"), l.NeedAt("r", time.Now()))
+		_, err = acquire()
+		require.ErrorAs(t, err, &re, "with every slot taken the p90 need holds")
+		assert.Equal(t, CauseQueueTimeout, re.Cause)
+		assert.False(t, re.Queued)
+		for i := range held {
+			held[i].Done(OutcomeIgnore)
+		}
+		p, err = acquire()
+		require.NoError(t, err, "slots free again")
+		p.Done(OutcomeIgnore)
+	})
+}

@@ -122,6 +122,9 @@ func (p *Permit) Done(o Outcome) {
 	}
 	if !l.fixed {
 		now := time.Now()
+		if o == OutcomeOverload {
+			l.overloadAt.Store(int64(now.Sub(l.origin)) + 1)
+		}
 		l.mu.Lock()
 		l.learn(p, o, now)
 		l.fill(now)
