@@ -670,9 +670,8 @@ func TestLimiterStandingWaitFollowsTheMeanLatency(t *testing.T) {
 // not, the windows above it now start the check that raises it.)
 func TestLimiterBaselineDoesNotSink(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const median, sigma = 40 * time.Millisecond, 0.6
+		route := newLogNormalRoute(40*time.Millisecond, 0.6, 10)
 		l := newLimiter(t)
-		rng := rand.New(rand.NewPCG(38, 10))
 		var wg sync.WaitGroup
 		var refused atomic.Int64 // after the first 10 s
 		start := time.Now()
@@ -688,12 +687,11 @@ func TestLimiterBaselineDoesNotSink(t *testing.T) {
 			time.Sleep(service)
 			p.Done(OutcomeSuccess)
 		}
-		draw := func() time.Duration { return time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64())) }
 		// A cold start: as many calls at once as the limit lets go out,
 		// then one a millisecond (about 48 in flight) for two minutes.
 		for range DefaultInitialLimit {
 			wg.Add(1)
-			go call(draw())
+			go call(route.draw())
 		}
 		var early time.Duration
 		for end := start.Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -701,10 +699,10 @@ func TestLimiterBaselineDoesNotSink(t *testing.T) {
 				early = l.Need("r")
 			}
 			wg.Add(1)
-			go call(draw())
+			go call(route.draw())
 		}
 		wg.Wait()
-		p90 := time.Duration(float64(median) * math.Exp(needZ*sigma))
+		p90 := route.p90()
 		need := l.Need("r")
 		t.Logf("need after 10 s %v, after 2 min %v (the route's p90 %v), limit %d, refused %d", early, need, p90, l.Limit(), refused.Load())
 		assert.GreaterOrEqual(t, float64(need), 0.95*float64(early), "the need has not sunk with time")
@@ -723,15 +721,15 @@ func TestLimiterBaselineDoesNotSink(t *testing.T) {
 // after the overload, and recovery never came within the run.
 func TestLimiterAdmitsLikelyCallsWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const median, sigma = 200 * time.Millisecond, 0.4
+		const median = 200 * time.Millisecond
+		route := newLogNormalRoute(median, 0.4, 12)
 		l := newLimiter(t)
-		rng := rand.New(rand.NewPCG(38, 12))
 		// Learn the route: ten calls at a time for 20 s, no queue.
 		var wg sync.WaitGroup
 		for w := 0; w < 10; w++ {
 			service := make([]time.Duration, 100)
 			for i := range service {
-				service[i] = time.Duration(float64(median) * math.Exp(sigma*rng.NormFloat64()))
+				service[i] = route.draw()
 			}
 			wg.Go(func() {
 				for _, s := range service {
@@ -747,7 +745,7 @@ func TestLimiterAdmitsLikelyCallsWhenIdle(t *testing.T) {
 		wg.Wait()
 		time.Sleep(pressureHold)
 
-		p90 := time.Duration(float64(median) * math.Exp(needZ*sigma)) // 333 ms
+		p90 := route.p90() // 333 ms
 		budget := 280 * time.Millisecond
 		t.Logf("need %v, now %v (the route's median %v, p90 %v), budget %v", l.Need("r"), l.NeedAt("r", time.Now()), median, p90, budget)
 		require.Greater(t, l.Need("r"), budget, "the p90 need refuses the budget")
@@ -794,4 +792,25 @@ func TestLimiterAdmitsLikelyCallsWhenIdle(t *testing.T) {
 		require.NoError(t, err, "slots free again")
 		p.Done(OutcomeIgnore)
 	})
+}
+
+// logNormalRoute draws a route's service times, log-normal around median
+// with log deviation sigma, from a seeded source (one seed per test).
+type logNormalRoute struct {
+	median time.Duration
+	sigma  float64
+	rng    *rand.Rand
+}
+
+func newLogNormalRoute(median time.Duration, sigma float64, seed uint64) *logNormalRoute {
+	return &logNormalRoute{median, sigma, rand.New(rand.NewPCG(38, seed))}
+}
+
+func (r *logNormalRoute) draw() time.Duration {
+	return time.Duration(float64(r.median) * math.Exp(r.sigma*r.rng.NormFloat64()))
+}
+
+// p90 is the route's ninth decile, what Limiter.Need aims at with no queue.
+func (r *logNormalRoute) p90() time.Duration {
+	return time.Duration(float64(r.median) * math.Exp(needZ*r.sigma))
 }
