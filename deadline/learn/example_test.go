@@ -83,9 +83,9 @@ func ExampleLive_Completion() {
 		fmt.Printf("within %v: %.2f (%d samples, %v)\n", lease, e.P, e.Samples, ok)
 	}
 
-	p := deadline.Policy{Name: "fetch", MaxAttempts: 3, Floor: 10 * time.Millisecond, Hooks: rec.Hooks(),
+	p := deadline.Policy{Name: "fetch", MaxAttempts: 3, Floor: 10 * time.Millisecond, AttemptTimeout: 50 * time.Millisecond, Hooks: rec.Hooks(),
 		LearnedFloor: &deadline.LearnedFloor{Estimator: live, Threshold: 0.05}}
-	_, err = deadline.Do(context.Background(), deadline.New(60*time.Millisecond), p,
+	_, err = deadline.Do(context.Background(), deadline.New(time.Second), p,
 		func(context.Context, deadline.AttemptInfo) (string, error) { return "sent", nil })
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, deadline.ErrRefused), errors.Is(err, context.DeadlineExceeded))
