@@ -483,13 +483,16 @@ func (l *Limiter) Acquire(ctx context.Context, route string, end time.Time, need
 	// What the route needs nine times in ten when the downstream has no
 	// queue: its baseline plus 1.28 standard deviations, in logs.
 	asked := need
-	need = max(need, l.Need(route))
+	rs := l.routeStat(route)
+	if rs != nil {
+		need = max(need, time.Duration(rs.need.Load()))
+	}
 	if !end.IsZero() && !now.Add(need).Before(end) {
 		// Not even a free slot would let it finish nine times in ten:
 		// the same rule for a free slot as for a place in the queue,
 		// unless the downstream shows no pressure and the call can
 		// finish in the route's typical latency (see NeedAt).
-		if rs := l.routeStat(route); rs != nil && now.Add(max(asked, time.Duration(rs.typical.Load()))).Before(end) && !l.pressed(now) {
+		if rs != nil && now.Add(max(asked, time.Duration(rs.typical.Load()))).Before(end) && !l.pressed(now) {
 			if g, ok := l.tryAcquire(); ok {
 				return Permit{l: l, route: route, start: now, grant: g}, nil
 			}
