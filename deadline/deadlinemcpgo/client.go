@@ -82,6 +82,7 @@ type ClientOption = mcpbudget.ClientOption
 type Client struct {
 	core   *mcpbudget.Client
 	key    []byte                               // core.Key()
+	quoted []byte                               // core.Key() as a JSON string, written into every request
 	hints  mcpbudget.ToolHints[budgetTransport] // per wrapped transport: one session each
 	params sync.Pool                            // *budgetParams, reused by the requests of every transport
 }
@@ -99,7 +100,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, key: []byte(core.Key())}, nil
+	return &Client{core: core, key: []byte(core.Key()), quoted: appendJSONString(nil, core.Key())}, nil
 }
 
 // ResponseError is a JSON-RPC error a server answered, other than a

@@ -1,9 +1,13 @@
 package deadlinemcpgo
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
@@ -41,7 +45,7 @@ func TestBudgetParams(t *testing.T) {
 }
 
 func testParams(inner any, key string, ms int64) *budgetParams {
-	return &budgetParams{inner: inner, key: key, keyBytes: []byte(key), ms: ms}
+	return &budgetParams{inner: inner, key: key, keyBytes: []byte(key), quoted: appendJSONString(nil, key), ms: ms}
 }
 
 // The params a Client reuses from one request to the next carry nothing
@@ -61,6 +65,10 @@ func TestBudgetParamsReused(t *testing.T) {
 		{map[string]json.RawMessage{"name": json.RawMessage(`"s"`)}, false, `{"_meta":{` + k + `:9},"name":"s"}`},
 		{nil, false, `{"_meta":{` + k + `:9}}`},
 		{mcp.CallToolParams{Name: "t"}, false, `{"_meta":{` + k + `:9},"name":"t"}`},
+		{mcp.CallToolParams{Name: "big", Arguments: map[string]any{"q": strings.Repeat("y", maxKeptParams)}}, true,
+			`{"_meta":{` + k + `:9,"traceparent":"00-x"},"arguments":{"q":"` + strings.Repeat("y", maxKeptParams) + `"},"name":"big"}`},
+		{mcp.CallToolParams{Name: "u", Meta: mcp.NewMetaFromMap(map[string]any{"a": 1})}, false, `{"_meta":{` + k + `:9,"a":1},"name":"u"}`},
+		{mcp.CallToolParams{Name: "v"}, false, `{"_meta":{` + k + `:9},"name":"v"}`},
 	} {
 		p := c.getParams(tc.inner)
 		p.ms = 9
@@ -71,7 +79,61 @@ func TestBudgetParamsReused(t *testing.T) {
 		require.NoError(t, err)
 		assert.JSONEq(t, tc.want, string(b))
 		c.putParams(p)
+		assert.LessOrEqual(t, cap(p.buf), maxKeptParams, "a large request's buffer is not kept")
+		assert.LessOrEqual(t, p.encBuf.Cap(), maxKeptParams, "a large request's buffer is not kept")
 	}
+}
+
+// A tool named again takes its interned name: no conversion of the
+// request's bytes per call. An escaped name, and names beyond
+// maxToolNames, are converted each time, and every name is right.
+func TestToolNameInterned(t *testing.T) {
+	raw := func(name string) map[string]json.RawMessage {
+		b, err := json.Marshal(name)
+		require.NoError(t, err)
+		return map[string]json.RawMessage{"name": b, "_meta": json.RawMessage(`{}`)}
+	}
+	var tr budgetTransport
+	search := raw("search")
+	first, again := tr.toolName(search), tr.toolName(search)
+	assert.Equal(t, "search", again)
+	assert.Same(t, unsafe.StringData(first), unsafe.StringData(again))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = tr.toolName(search) }))
+	assert.Equal(t, `say "hi"`, tr.toolName(raw(`say "hi"`)))
+	assert.Equal(t, "", tr.toolName(map[string]json.RawMessage{"name": json.RawMessage(`7`)}))
+	assert.Equal(t, "typed", tr.toolName(mcp.CallToolParams{Name: "typed"}))
+
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range maxToolNames {
+				name := fmt.Sprintf("tool-%d", (i*4+g)%(2*maxToolNames))
+				assert.Equal(t, name, tr.toolName(raw(name)))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, *tr.names.Load(), maxToolNames)
+	assert.Equal(t, "beyond", tr.toolName(raw("beyond")))
+	assert.NotContains(t, *tr.names.Load(), "beyond")
+}
+
+// appendJSONString writes the JSON string encoding/json writes for s
+// (byte for byte, up to encoding/json's escaping of <, > and &, which
+// encoding/json applies when it copies a Marshaler's output).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "io.github.deadlinebudget/budget-ms", `a"b\c`, "\x00\t\n", "é\u2028", "<&>", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		var got bytes.Buffer
+		require.NoError(t, json.Compact(&got, appendJSONString(nil, s)))
+		var compacted bytes.Buffer
+		json.HTMLEscape(&compacted, got.Bytes())
+		assert.Equal(t, string(want), compacted.String())
+	})
 }
 
 func TestMetaObject(t *testing.T) {

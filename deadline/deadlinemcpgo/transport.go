@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -59,7 +61,17 @@ type budgetTransport struct {
 	c     *Client
 	inner transport.Interface
 	send  SendFunc // inner.SendRequest, wrapped by WithAttemptMiddleware
+	// names interns the tool names of the requests whose params come as
+	// raw members (protocol 2026-07-28's): a call to a tool named before
+	// takes its name from here, not from a conversion of the request's
+	// bytes. Copied on write; at most maxToolNames.
+	names atomic.Pointer[map[string]string]
 }
+
+// maxToolNames is how many tool names a wrapped transport interns: the
+// tools of one session, as a rule; a name beyond them is converted per
+// call.
+const maxToolNames = 256
 
 // SendFunc sends one attempt of a request and waits for its answer, as
 // transport.Interface's SendRequest.
@@ -132,7 +144,7 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 	c := t.c
 	tool := ""
 	if req.Method == "tools/call" {
-		tool = ToolName(req.Params)
+		tool = t.toolName(req.Params)
 	}
 	p := c.core.Policy(ctx, req.Method, tool, t.safe(req.Method, tool))
 	params := c.getParams(req.Params)
@@ -168,6 +180,43 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 	}
 	resp.ID = id
 	return resp, nil
+}
+
+// toolName returns [ToolName] of a tools/call request's params, interned
+// (see budgetTransport.names) when they are raw members naming the tool
+// with a plain string.
+func (t *budgetTransport) toolName(params any) string {
+	m, ok := params.(map[string]json.RawMessage)
+	if !ok {
+		return ToolName(params)
+	}
+	raw := bytes.TrimSpace(m["name"])
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return ToolName(params)
+	}
+	raw = raw[1 : len(raw)-1]
+	names := t.names.Load()
+	if names != nil {
+		if name, ok := (*names)[string(raw)]; ok {
+			return name
+		}
+	}
+	name := string(raw)
+	if names == nil || len(*names) < maxToolNames {
+		next := make(map[string]string, 1+len(ptrMap(names)))
+		maps.Copy(next, ptrMap(names))
+		next[name] = name
+		t.names.CompareAndSwap(names, &next) // a lost race leaves the name to the next call
+	}
+	return name
+}
+
+// ptrMap returns *m, nil for a nil m.
+func ptrMap(m *map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return *m
 }
 
 // safe reports whether a request may be sent more than once.
@@ -221,9 +270,14 @@ type budgetParams struct {
 	inner    any
 	key      string
 	keyBytes []byte // key, for bytes.Contains without a conversion per request
+	quoted   []byte // key as a JSON string, quoted once per Client
 	ms       int64
 	extra    []string // key, value, … set by SetMeta for the attempt
 	buf      []byte   // what MarshalJSON wrote last; encoding/json copies it
+	// The caller's typed params as encoding/json writes them, into a
+	// buffer kept with the params (enc writes into encBuf).
+	encBuf bytes.Buffer
+	enc    *json.Encoder
 }
 
 // maxKeptParams is the largest buffer a budgetParams keeps for the next
@@ -234,7 +288,7 @@ const maxKeptParams = 16 << 10
 func (c *Client) getParams(inner any) *budgetParams {
 	p, _ := c.params.Get().(*budgetParams)
 	if p == nil {
-		p = &budgetParams{key: c.core.Key(), keyBytes: c.key}
+		p = &budgetParams{key: c.core.Key(), keyBytes: c.key, quoted: c.quoted}
 	}
 	p.inner = inner
 	return p
@@ -245,6 +299,9 @@ func (c *Client) putParams(p *budgetParams) {
 	p.inner, p.ms, p.extra = nil, 0, p.extra[:0]
 	if cap(p.buf) > maxKeptParams {
 		p.buf = nil
+	}
+	if p.encBuf.Cap() > maxKeptParams {
+		p.encBuf, p.enc = bytes.Buffer{}, nil
 	}
 	c.params.Put(p)
 }
@@ -267,10 +324,14 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 	}
 	var b []byte
 	if p.inner != nil {
-		var err error
-		if b, err = json.Marshal(p.inner); err != nil {
+		if p.enc == nil {
+			p.enc = json.NewEncoder(&p.encBuf)
+		}
+		p.encBuf.Reset()
+		if err := p.enc.Encode(p.inner); err != nil { // json.Marshal's bytes and a newline
 			return nil, err
 		}
+		b = p.encBuf.Bytes()
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" || string(b) == "{}" {
@@ -281,20 +342,22 @@ func (p *budgetParams) MarshalJSON() ([]byte, error) {
 		return b, nil // not an object: no _meta can be carried (JSON-RPC allows an array)
 	}
 	if !bytes.Contains(b, []byte(`"_meta"`)) {
-		out := p.meta(make([]byte, 0, len(b)+len(p.key)+32))
+		out := p.meta(slices.Grow(p.buf[:0], len(b)+len(p.quoted)+32))
 		out[len(out)-1] = ','
-		return append(out, b[1:]...), nil
+		p.buf = append(out, b[1:]...)
+		return p.buf, nil
 	}
 	if i := metaObject(b); i > 0 && !bytes.Contains(b, p.keyBytes) {
 		// The _meta object the caller (or mcp-go, for protocol 2026-07-28)
 		// wrote: the budget spliced in after its brace.
-		out := make([]byte, 0, len(b)+len(p.key)+32)
+		out := slices.Grow(p.buf[:0], len(b)+len(p.quoted)+32)
 		out = append(out, b[:i]...)
 		out = p.members(out)
 		if b[i] != '}' {
 			out = append(out, ',')
 		}
-		return append(out, b[i:]...), nil
+		p.buf = append(out, b[i:]...)
+		return p.buf, nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -373,7 +436,7 @@ func (p *budgetParams) meta(dst []byte) []byte {
 
 // members appends "key":ms, extra… (no braces) to dst.
 func (p *budgetParams) members(dst []byte) []byte {
-	dst = appendJSONString(dst, p.key)
+	dst = append(dst, p.quoted...)
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, p.ms, 10)
 	for i := 0; i+1 < len(p.extra); i += 2 {
@@ -451,14 +514,25 @@ type bidirHTTPTransport struct {
 // SetProtocolVersion passes the negotiated version to the inner transport.
 func (t *bidirHTTPTransport) SetProtocolVersion(v string) { t.http.SetProtocolVersion(v) }
 
-// appendJSONString appends s as a JSON string: Go's quoting where it is
-// JSON's too (printable ASCII), encoding/json's otherwise.
+// appendJSONString appends s as a JSON string: as it is between quotes
+// when it is printable ASCII with nothing to escape (a member's name, as a
+// rule), Go's quoting where it is JSON's too (printable ASCII),
+// encoding/json's otherwise.
 func appendJSONString(dst []byte, s string) []byte {
+	plain := true
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f:
 			b, _ := json.Marshal(s)
 			return append(dst, b...)
+		case c == '"' || c == '\\':
+			plain = false
 		}
 	}
-	return strconv.AppendQuote(dst, s)
+	if !plain {
+		return strconv.AppendQuote(dst, s)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
