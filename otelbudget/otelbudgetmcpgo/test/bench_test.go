@@ -1,9 +1,13 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,15 +37,21 @@ import (
 // bare call under a plain context.WithTimeout with the budget's _meta member
 // (mcpbudget.MetaKey and a number) set in the SDK's own params, what a
 // caller pays who sends the budget without the adapter (a _meta built once
-// and reused: less than a caller building one per call pays).
+// and reused: less than a caller building one per call pays). On mcp-go
+// also "raw" and "wire": the bare call under a plain context.WithTimeout
+// with the params the SDK wrote once sent as they are, without and with
+// the budget's _meta member (see fixedParams).
 // docs/mcp.md quotes the figures.
 func BenchmarkToolCall(b *testing.B) {
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs := otelbudget.New(otelbudget.WithTracerProvider(tp))
 
-	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout", "meta"} {
+	for _, mode := range []string{"bare", "client", "budget", "spans", "timeout", "meta", "raw", "wire"} {
 		for _, sdkName := range []string{"mcp-go", "go-sdk"} {
+			if sdkName == "go-sdk" && (mode == "raw" || mode == "wire") {
+				continue // the go-sdk's params are typed: no raw form to send
+			}
 			b.Run(sdkName+"/"+mode, func(b *testing.B) {
 				call := toolCaller(b, sdkName, mode, obs)
 				ctx := context.Background()
@@ -53,7 +63,7 @@ func BenchmarkToolCall(b *testing.B) {
 				for b.Loop() {
 					ctx := deadline.NewContext(ctx, deadline.New(time.Minute))
 					f := call
-					if mode == "timeout" || mode == "meta" {
+					if mode == "timeout" || mode == "meta" || mode == "raw" || mode == "wire" {
 						f = func(ctx context.Context) error { return callWithTimeout(ctx, call) }
 					}
 					if err := f(ctx); err != nil {
@@ -92,20 +102,27 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 		b.Run(sdkName, func(b *testing.B) {
 			bare := toolCaller(b, sdkName, "bare", nil)
 			byHand := toolCaller(b, sdkName, "meta", nil)
-			calls := [...]func(context.Context) error{
+			calls := []func(context.Context) error{
 				bare,
 				toolCaller(b, sdkName, "client", nil),
 				func(ctx context.Context) error { return callWithTimeout(ctx, bare) },
 				func(ctx context.Context) error { return callWithTimeout(ctx, byHand) },
 			}
+			if sdkName == "mcp-go" {
+				raw, wire := toolCaller(b, sdkName, "raw", nil), toolCaller(b, sdkName, "wire", nil)
+				calls = append(calls,
+					func(ctx context.Context) error { return callWithTimeout(ctx, raw) },
+					func(ctx context.Context) error { return callWithTimeout(ctx, wire) })
+			}
 			ctx := context.Background()
-			var cpu [len(calls)]time.Duration
+			cpu := make([]time.Duration, len(calls))
+			c, w := make([]time.Duration, len(calls)), make([]time.Duration, len(calls))
 			// per round: client - bare (CPU, wall), timeout - bare, by hand -
-			// bare and client - by hand (CPU)
-			var dc, dw, tc, hc, ch []float64
+			// bare, client - by hand, and on mcp-go wire - bare, wire - raw
+			// and client - wire (CPU)
+			var dc, dw, tc, hc, ch, wb, wr, cw []float64
 			n := 0
 			for b.Loop() {
-				var c, w [len(calls)]time.Duration
 				for i := range calls {
 					k := (i + n) % len(calls)
 					c0, w0 := processCPU(), time.Now()
@@ -124,6 +141,11 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 				tc = append(tc, float64(c[2]-c[0])/block)
 				hc = append(hc, float64(c[3]-c[0])/block)
 				ch = append(ch, float64(c[1]-c[3])/block)
+				if len(calls) == 6 {
+					wb = append(wb, float64(c[5]-c[0])/block)
+					wr = append(wr, float64(c[5]-c[4])/block)
+					cw = append(cw, float64(c[1]-c[5])/block)
+				}
 				n++
 			}
 			calls0 := float64(n * block)
@@ -132,7 +154,11 @@ func BenchmarkToolCallOverBare(b *testing.B) {
 			for _, d := range []struct {
 				name string
 				xs   []float64
-			}{{"delta-cpu", dc}, {"delta-wall", dw}, {"timeout-delta-cpu", tc}, {"meta-delta-cpu", hc}, {"client-over-meta-cpu", ch}} {
+			}{{"delta-cpu", dc}, {"delta-wall", dw}, {"timeout-delta-cpu", tc}, {"meta-delta-cpu", hc}, {"client-over-meta-cpu", ch},
+				{"wire-delta-cpu", wb}, {"member-cpu", wr}, {"client-over-member-cpu", cw}} {
+				if len(d.xs) == 0 {
+					continue
+				}
 				m, h := meanCI95(d.xs)
 				b.ReportMetric(m, d.name+"-ns/call")
 				b.ReportMetric(h, d.name+"-ci95-ns")
@@ -184,7 +210,11 @@ func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) fu
 		s := mgserver.NewMCPServer("bench", "v1", append(sopts, mgserver.WithToolCapabilities(true))...)
 		s.AddTools(mcpgoEcho())
 		var tr mgtransport.Interface = mgtransport.NewInProcessTransport(s)
+		var fixed *fixedParams
 		switch mode {
+		case "raw", "wire":
+			fixed = &fixedParams{Interface: tr, member: mode == "wire"}
+			tr = fixed
 		case "client", "budget":
 			c, err := deadlinemcpgo.NewClient()
 			require.NoError(b, err)
@@ -203,10 +233,15 @@ func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) fu
 		if mode == "meta" {
 			req.Params.Meta = &mgmcp.Meta{AdditionalFields: map[string]any{mcpbudget.MetaKey: wireBudgetMs}}
 		}
-		return func(ctx context.Context) error {
+		call := func(ctx context.Context) error {
 			_, err := mc.CallTool(ctx, req)
 			return err
 		}
+		if fixed != nil {
+			require.NoError(b, call(ctx)) // the params are written once, by the SDK
+			require.NotNil(b, fixed.params)
+		}
+		return call
 	}
 	s := sdk.NewServer(impl, nil)
 	c := sdk.NewClient(impl, nil)
@@ -243,4 +278,37 @@ func toolCaller(b *testing.B, sdkName, mode string, obs *otelbudget.Observer) fu
 		_, err := cs.CallTool(ctx, params)
 		return err
 	}
+}
+
+// fixedParams is an mcp-go client transport that sends every tools/call
+// with the params the SDK wrote for the first one, marshalled once; with
+// member, the budget's _meta member (mcpbudget.MetaKey, wireBudgetMs) is
+// in them. The least a wrapper can do per call: "wire" less "raw" is
+// what the member costs mcp-go, "client" less "wire" what the adapter
+// does per call beyond writing it.
+type fixedParams struct {
+	mgtransport.Interface
+	member bool
+	params json.RawMessage
+}
+
+func (f *fixedParams) SendRequest(ctx context.Context, req mgtransport.JSONRPCRequest) (*mgtransport.JSONRPCResponse, error) {
+	if req.Method == "tools/call" {
+		if f.params == nil {
+			b, err := json.Marshal(req.Params)
+			if err != nil {
+				return nil, err
+			}
+			const open = `{"_meta":{`
+			if !bytes.HasPrefix(b, []byte(open)) {
+				return nil, fmt.Errorf("params %s do not open with %s", b, open)
+			}
+			if f.member {
+				b = append([]byte(open+strconv.Quote(mcpbudget.MetaKey)+":"+strconv.FormatInt(wireBudgetMs, 10)+","), b[len(open):]...)
+			}
+			f.params = b
+		}
+		req.Params = f.params
+	}
+	return f.Interface.SendRequest(ctx, req)
 }
