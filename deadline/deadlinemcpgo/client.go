@@ -167,18 +167,27 @@ func ToolName(params any) string {
 			return p.Name
 		}
 	case map[string]json.RawMessage:
-		raw := bytes.TrimSpace(p["name"])
-		if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw[1 : len(raw)-1])
+		if raw, ok := plainName(p); ok {
+			return string(raw)
 		}
 		var name string
-		_ = json.Unmarshal(raw, &name)
+		_ = json.Unmarshal(p["name"], &name)
 		return name
 	case map[string]any:
 		name, _ := p["name"].(string)
 		return name
 	}
 	return ""
+}
+
+// plainName returns the tool name raw params hold as a JSON string with
+// nothing escaped, unquoted; false for any other name.
+func plainName(params map[string]json.RawMessage) ([]byte, bool) {
+	raw := bytes.TrimSpace(params["name"])
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, false
+	}
+	return raw[1 : len(raw)-1], true
 }
 
 // listedTools is what a tools/list result says of its tools' hints.

@@ -190,33 +190,26 @@ func (t *budgetTransport) toolName(params any) string {
 	if !ok {
 		return ToolName(params)
 	}
-	raw := bytes.TrimSpace(m["name"])
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+	raw, ok := plainName(m)
+	if !ok {
 		return ToolName(params)
 	}
-	raw = raw[1 : len(raw)-1]
-	names := t.names.Load()
-	if names != nil {
-		if name, ok := (*names)[string(raw)]; ok {
+	var known map[string]string
+	old := t.names.Load()
+	if old != nil {
+		known = *old
+		if name, ok := known[string(raw)]; ok {
 			return name
 		}
 	}
 	name := string(raw)
-	if names == nil || len(*names) < maxToolNames {
-		next := make(map[string]string, 1+len(ptrMap(names)))
-		maps.Copy(next, ptrMap(names))
+	if len(known) < maxToolNames {
+		next := make(map[string]string, len(known)+1)
+		maps.Copy(next, known)
 		next[name] = name
-		t.names.CompareAndSwap(names, &next) // a lost race leaves the name to the next call
+		t.names.CompareAndSwap(old, &next) // a lost race leaves the name to the next call
 	}
 	return name
-}
-
-// ptrMap returns *m, nil for a nil m.
-func ptrMap(m *map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	return *m
 }
 
 // safe reports whether a request may be sent more than once.
