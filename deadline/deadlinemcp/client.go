@@ -3,7 +3,9 @@ package deadlinemcp
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,10 +55,12 @@ import (
 // _meta carries under [MetaKey] (whole milliseconds, rounded up, at least
 // 1, measured as the request is sent), so the server's [Server] middleware
 // can make it its handler's deadline. The caller's params are not copied:
-// their _meta is replaced for each attempt by a copy holding the budget,
-// and put back when the call returns, so one params value must not be sent
-// by two calls at once (the SDK itself fills in params' arguments and
-// _meta). A request sent without params (ListTools(ctx, nil),
+// their _meta is replaced for each attempt by a map holding its members
+// and the budget, and put back when the call returns, so one params value
+// must not be sent by two calls at once (the SDK itself fills in params'
+// arguments and _meta). That map is the Client's, reused by a later call
+// once this one returns (the SDK has written the request by then): a
+// middleware that keeps what GetMeta returns past the call must copy it. A request sent without params (ListTools(ctx, nil),
 // Ping(ctx, nil), every list method) is given empty params of its method's
 // type, so it carries its lease too; without them the server would admit
 // it with its own maximum.
@@ -119,7 +123,12 @@ import (
 type Client struct {
 	core  *mcpbudget.Client
 	tools mcpbudget.ToolHints[mcp.ClientSession]
+	metas sync.Pool // map[string]any: the _meta of a call's attempts, reused once the call returns
 }
+
+// maxKeptMeta is the most members a _meta map the Client reuses may hold:
+// a larger one is left to the garbage collector.
+const maxKeptMeta = 64
 
 // NewClient returns a Client configured by opts. It checks the options
 // once, here: an invalid policy ([WithPolicy]), WithDefaultBudget(d <= 0),
@@ -168,14 +177,31 @@ func (c *Client) send(ctx context.Context, method string, req mcp.Request, next 
 	}
 	p := c.core.Policy(ctx, method, tool, c.safe(session, method, tool))
 
-	var orig map[string]any
+	var orig, meta map[string]any
 	if params != nil {
 		orig = params.GetMeta()
-		defer params.SetMeta(orig)
+		meta, _ = c.metas.Get().(map[string]any)
+		if meta == nil {
+			meta = make(map[string]any, len(orig)+1)
+		}
+		defer func() {
+			params.SetMeta(orig)
+			if len(meta) <= maxKeptMeta {
+				clear(meta) // nothing of the caller's is kept
+				c.metas.Put(meta)
+			}
+		}()
 	}
 	res, err := deadline.Do(ctx, d, p, func(actx context.Context, _ deadline.AttemptInfo) (mcp.Result, error) {
 		if params != nil {
-			params.SetMeta(mcpbudget.WithBudget(orig, c.core.Key(), actx))
+			// The caller's members and this attempt's budget, whatever an
+			// earlier attempt's middleware added (a trace context). The
+			// SDK has marshalled the request when next returns, so the
+			// map is the Client's again then.
+			clear(meta)
+			maps.Copy(meta, orig)
+			meta[c.core.Key()] = mcpbudget.Meta(actx)
+			params.SetMeta(meta)
 		}
 		r, err := next(actx, method, req)
 		return r, mark(refused(err))

@@ -3,6 +3,9 @@ package deadlinemcp_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,6 +159,71 @@ func TestCallerParamsUnchanged(t *testing.T) {
 		assert.Equal(t, "x", params.Meta["com.example/trace"])
 		assert.NotContains(t, params.Meta, deadlinemcp.MetaKey, "the budget went in a copy")
 		assert.Equal(t, float64(980), search.arrivals()[0].Meta, "1s less the default 20ms floor")
+	})
+}
+
+// The _meta map the Client reuses carries nothing of another attempt or
+// call: a member a middleware inside the Client's adds for attempt 1 (as
+// a trace context is) is gone from attempt 2, a caller's member from the
+// next call, and the caller's params get their own _meta back (with the
+// members the SDK itself adds to it).
+func TestMetaReusedCleanly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var seen [][]string // the _meta keys of each arrival
+		s := mcp.NewServer(impl, nil)
+		s.AddTool(&mcp.Tool{Name: "search", Annotations: readOnly(), InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mu.Lock()
+				var keys []string // the SDK's own protocol members left out
+				for k := range req.Params.GetMeta() {
+					if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+						keys = append(keys, k)
+					}
+				}
+				slices.Sort(keys)
+				seen = append(seen, keys)
+				n := len(seen)
+				mu.Unlock()
+				if n == 1 {
+					<-ctx.Done() // the first attempt's lease ends: the call retries
+					return nil, ctx.Err()
+				}
+				return text("ok"), nil
+			})
+		c, err := deadlinemcp.NewClient()
+		require.NoError(t, err)
+		mc := mcp.NewClient(impl, nil)
+		attempts := 0
+		mc.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { // inside the Client's: per attempt
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/call" {
+					if attempts++; attempts == 1 {
+						req.GetParams().(mcp.RequestParams).GetMeta()["com.example/first-attempt"] = true
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
+		mc.AddSendingMiddleware(c.Middleware())
+		cs := connectInMemory(t, s, mc)
+		listTools(t, cs)
+
+		first := &mcp.CallToolParams{Name: "search", Meta: mcp.Meta{"com.example/caller": "x"}}
+		ctx := deadlinemcp.WithRequestPolicy(deadline.NewContext(context.Background(), deadline.New(time.Second)), retryPolicy())
+		_, err = cs.CallTool(ctx, first)
+		require.NoError(t, err)
+		_, err = cs.CallTool(deadline.NewContext(context.Background(), deadline.New(time.Second)), &mcp.CallToolParams{Name: "search"})
+		require.NoError(t, err)
+
+		assert.Equal(t, [][]string{
+			{"com.example/caller", "com.example/first-attempt", deadlinemcp.MetaKey},
+			{"com.example/caller", deadlinemcp.MetaKey},
+			{deadlinemcp.MetaKey},
+		}, seen)
+		assert.Equal(t, "x", first.Meta["com.example/caller"])
+		assert.NotContains(t, first.Meta, deadlinemcp.MetaKey)
+		assert.NotContains(t, first.Meta, "com.example/first-attempt")
 	})
 }
 
