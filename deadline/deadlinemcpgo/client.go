@@ -159,6 +159,9 @@ func mark(err error) error {
 func ToolName(params any) string {
 	switch p := params.(type) {
 	case *budgetParams:
+		if p.tool != "" {
+			return p.tool // named once, by the transport
+		}
 		return ToolName(p.inner)
 	case mcp.CallToolParams:
 		return p.Name

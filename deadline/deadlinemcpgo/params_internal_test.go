@@ -78,7 +78,9 @@ func TestBudgetParamsReused(t *testing.T) {
 		b, err := json.Marshal(p)
 		require.NoError(t, err)
 		assert.JSONEq(t, tc.want, string(b))
+		p.tool = "named"
 		c.putParams(p)
+		assert.Empty(t, p.tool)
 		assert.LessOrEqual(t, cap(p.buf), maxKeptParams, "a large request's buffer is not kept")
 		assert.LessOrEqual(t, p.encBuf.Cap(), maxKeptParams, "a large request's buffer is not kept")
 	}
@@ -102,6 +104,10 @@ func TestToolNameInterned(t *testing.T) {
 	assert.Equal(t, `say "hi"`, tr.toolName(raw(`say "hi"`)))
 	assert.Equal(t, "", tr.toolName(map[string]json.RawMessage{"name": json.RawMessage(`7`)}))
 	assert.Equal(t, "typed", tr.toolName(mcp.CallToolParams{Name: "typed"}))
+	sent := &budgetParams{inner: raw("inner"), tool: "search"}
+	assert.Equal(t, "search", ToolName(sent), "the params a transport sends give the name it read")
+	sent.tool = ""
+	assert.Equal(t, "inner", ToolName(sent))
 
 	var wg sync.WaitGroup
 	for g := range 4 {

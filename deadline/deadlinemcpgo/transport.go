@@ -148,6 +148,7 @@ func (t *budgetTransport) SendRequest(ctx context.Context, req transport.JSONRPC
 	}
 	p := c.core.Policy(ctx, req.Method, tool, t.safe(req.Method, tool))
 	params := c.getParams(req.Params)
+	params.tool = tool
 	defer c.putParams(params)
 	id := req.ID
 	req.Params = params
@@ -261,6 +262,7 @@ func (t *budgetTransport) cancel(ctx context.Context, req transport.JSONRPCReque
 // marshals the request before it sends it).
 type budgetParams struct {
 	inner    any
+	tool     string // the tool a tools/call names, as the transport read it
 	key      string
 	keyBytes []byte // key, for bytes.Contains without a conversion per request
 	quoted   []byte // key as a JSON string, quoted once per Client
@@ -289,7 +291,7 @@ func (c *Client) getParams(inner any) *budgetParams {
 
 // putParams keeps p for another request.
 func (c *Client) putParams(p *budgetParams) {
-	p.inner, p.ms, p.extra = nil, 0, p.extra[:0]
+	p.inner, p.tool, p.ms, p.extra = nil, "", 0, p.extra[:0]
 	if cap(p.buf) > maxKeptParams {
 		p.buf = nil
 	}
