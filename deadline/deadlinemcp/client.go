@@ -60,10 +60,11 @@ import (
 // must not be sent by two calls at once (the SDK itself fills in params'
 // arguments and _meta). That map is the Client's, reused by a later call
 // once this one returns (the SDK has written the request by then): a
-// middleware that keeps what GetMeta returns past the call must copy it. A request sent without params (ListTools(ctx, nil),
-// Ping(ctx, nil), every list method) is given empty params of its method's
-// type, so it carries its lease too; without them the server would admit
-// it with its own maximum.
+// middleware that keeps what GetMeta returns past the call must copy it.
+// A request sent without params (ListTools(ctx, nil), Ping(ctx, nil),
+// every list method) is given empty params of its method's type, so it
+// carries its lease too; without them the server would admit it with its
+// own maximum.
 //
 // When an attempt's lease ends before the answer, the SDK stops waiting,
 // and sends the server MCP's notifications/cancelled for that request (the
